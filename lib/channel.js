@@ -1,0 +1,505 @@
+'use strict';
+// Channel: one class for every transport (fork socketpair, named unix socket,
+// TCP). The socket, framing and codec live in the addon (NativeChannel); this
+// file holds policy: backpressure, callbacks, request/reply, lifecycle.
+
+const EventEmitter = require('events');
+const { binding, FORMAT } = require('./native');
+const { makeError, systemError } = require('./errors');
+const {
+  invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
+  validateMessage, validateFunction,
+} = require('./validate');
+
+// send() returns false once this many bytes wait to be written, and 'drain'
+// follows when the queue is back under it. Node's own IPC uses 128 KiB with
+// no 'drain'; a larger mark keeps a pipelining sender busy between ticks.
+const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
+// Messages that arrive while nobody listens are kept (as Node does) up to this
+// many; past it the channel stops reading until a listener comes, so the peer
+// sees backpressure instead of our memory growing.
+const MAX_BACKLOG = 10000;
+
+const REQUEST = 'NODE_PROCWIRE_REQ';
+const RESPONSE = 'NODE_PROCWIRE_RES';
+
+// Node routes objects whose `cmd` starts with NODE_ to 'internalMessage'
+// (cluster and handle passing use them); procwire does the same, and uses the
+// prefix for its own request/reply so a plain Node peer never sees them as
+// user messages.
+function isInternal(message) {
+  return typeof message === 'object' && message !== null && typeof message.cmd === 'string' &&
+    message.cmd.length > 5 && message.cmd.startsWith('NODE_');
+}
+
+function histogram(counts) {
+  const out = [];
+  for (let i = 0; i < counts.length; i++) {
+    if (counts[i] === 0) continue;
+    // Bucket i holds sizes in [2^i, 2^(i+1)) (bucket 0 also holds 0 and 1).
+    out.push({ min: i === 0 ? 0 : 2 ** i, max: 2 ** (i + 1) - 1, count: counts[i] });
+  }
+  return out;
+}
+
+function flushTick(channel) {
+  channel._flush();
+}
+
+class Channel extends EventEmitter {
+  // Internal: made by fork(), listen() and connect(), never by users.
+  // fd: a connected (or connecting) non-blocking stream socket this channel now owns.
+  constructor(fd, options) {
+    super();
+    options = validateObject(options, 'options');
+    this.serialization = validateSerialization(options.serialization);
+    this.maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
+    this.highWaterMark = validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK);
+    this.transport = options.transport || 'socket';
+    this.peer = options.peer || null;
+    this._pushed = 0;
+    this._written = 0;
+    this._callbacks = [];        // [byteOffset, callback] in write order
+    this._flushScheduled = false;
+    this._needDrain = false;
+    this._state = options.connecting ? 'connecting' : 'open';
+    this._closeReason = null;
+    this._closeError = null;
+    this._backlog = [];
+    this._readPausedByBacklog = false;
+    this._userPaused = false;
+    this._requests = new Map();
+    this._nextRequestId = 1;
+    this._responder = null;
+    this._refPolicy = options.refPolicy || 'always';
+    this._refed = true;
+    this._handle = new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+      Boolean(options.connecting), {
+        onread: (messages, errors) => this._onRead(messages, errors),
+        onwrite: (written) => this._onWritten(written),
+        onend: (status, err) => this._onEnd(status, err),
+        onconnect: () => this._onConnect(),
+      });
+    this._handle.owner = this;
+    this.on('newListener', (event) => {
+      if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
+      if (event === 'message' || event === 'disconnect') process.nextTick(() => this._applyRefPolicy());
+    });
+    this.on('removeListener', () => process.nextTick(() => this._applyRefPolicy()));
+    this._applyRefPolicy();
+  }
+
+  get connected() {
+    return this._state === 'open' || this._state === 'connecting';
+  }
+
+  get closed() {
+    return this._state === 'closed';
+  }
+
+  // Bytes queued but not yet handed to the kernel.
+  get writableLength() {
+    return this._pushed - this._written;
+  }
+
+  get writableNeedDrain() {
+    return this._needDrain;
+  }
+
+  // send(message[, handle][, options][, callback]) -> boolean
+  // Same shape as process.send. The callback runs (never synchronously) once
+  // the message's bytes are in the kernel, or with an error if the channel
+  // closed first.
+  send(message, handle, options, callback) {
+    if (typeof handle === 'function') {
+      callback = handle;
+      handle = undefined;
+      options = undefined;
+    } else if (typeof options === 'function') {
+      callback = options;
+      options = undefined;
+    }
+    if (callback !== undefined) validateFunction(callback, 'callback');
+    if (handle !== undefined && handle !== null) {
+      throw makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
+        'procwire channels do not pass handles (sockets, servers) yet; send the data or use child_process for that');
+    }
+    validateMessage(message);
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+      if (callback) process.nextTick(callback, err);
+      else process.nextTick(() => this._emitError(err));
+      return false;
+    }
+    // Throws (coded) if the value cannot be encoded; nothing is queued then.
+    this._pushed = this._handle.write(message);
+    if (callback) this._callbacks.push([this._pushed, callback]);
+    this._scheduleFlush();
+    if (this._pushed - this._written >= this.highWaterMark) {
+      this._needDrain = true;
+      return false;
+    }
+    return true;
+  }
+
+  // Writes a pre-built frame as it is (tests of hostile input, handshakes).
+  _sendRaw(bytes) {
+    this._pushed = this._handle.writeBuffer(bytes);
+    this._scheduleFlush();
+  }
+
+  // request(value, { timeout, signal }) -> Promise of the peer's reply.
+  request(value, options) {
+    options = validateObject(options, 'options');
+    const timeout = options.timeout === undefined ? 0 : validateSize(options.timeout, 'timeout', 0, 2 ** 31 - 1);
+    const signal = options.signal;
+    if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean')) {
+      throw invalidArg('options.signal must be an AbortSignal');
+    }
+    if (signal && signal.aborted) {
+      return Promise.reject(makeError('ERR_PROCWIRE_REQUEST_ABORTED', 'request aborted', signal.reason));
+    }
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      return Promise.reject(makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed'));
+    }
+    const id = this._nextRequestId++;
+    return new Promise((resolve, reject) => {
+      const entry = { resolve, reject, timer: null, signal, onAbort: null };
+      if (timeout > 0) {
+        entry.timer = setTimeout(() => {
+          this._settleRequest(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', `no reply within ${timeout} ms`));
+        }, timeout);
+        // A pending timer must not be what keeps a process alive on its own;
+        // the channel's own ref decides that.
+        if (!this._refed) entry.timer.unref();
+      }
+      if (signal) {
+        entry.onAbort = () => this._settleRequest(id,
+          makeError('ERR_PROCWIRE_REQUEST_ABORTED', 'request aborted', signal.reason));
+        signal.addEventListener('abort', entry.onAbort, { once: true });
+      }
+      this._requests.set(id, entry);
+      try {
+        this.send({ cmd: REQUEST, id, body: value });
+      } catch (err) {
+        this._settleRequest(id, err);
+      }
+    });
+  }
+
+  // respond(async (value, channel) => reply): answers the peer's requests.
+  respond(handler) {
+    this._responder = handler === null ? null : validateFunction(handler, 'handler');
+    return this;
+  }
+
+  // Flushes what is queued, then closes. Idempotent.
+  close() {
+    if (this._state === 'closed' || this._state === 'closing') return;
+    this._state = 'closing';
+    if (this._pushed === this._written) {
+      this._finish('local', null);
+    } else {
+      this._scheduleFlush();
+    }
+  }
+
+  // Closes now; queued messages are dropped (their callbacks get the error).
+  destroy(err) {
+    if (this._state === 'closed') return;
+    this._finish('destroyed', err || null);
+  }
+
+  disconnect() {
+    this.close();
+  }
+
+  ref() {
+    this._refPolicy = 'always';
+    this._applyRefPolicy();
+    return this;
+  }
+
+  unref() {
+    this._refPolicy = 'never';
+    this._applyRefPolicy();
+    return this;
+  }
+
+  // Stops reading (the peer gets backpressure) until resume().
+  pause() {
+    this._userPaused = true;
+    if (this._state !== 'closed') this._handle.readStop();
+    return this;
+  }
+
+  resume() {
+    this._userPaused = false;
+    if (this._state !== 'closed' && !this._readPausedByBacklog) this._handle.readStart();
+    return this;
+  }
+
+  stats() {
+    if (this._state === 'closed') return this._finalStats || null;
+    const s = this._handle.stats();
+    const head = 9;
+    return {
+      messagesIn: s[0],
+      messagesOut: s[1],
+      bytesIn: s[2],
+      bytesOut: s[3],
+      queuedBytes: s[4],
+      writeCalls: s[5],
+      readCalls: s[6],
+      decodeErrors: s[7],
+      bufferedBytes: s[8],
+      pendingRequests: this._requests.size,
+      // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
+      // IPC.MessageSize histogram.
+      histogram: { in: histogram(s.slice(head, head + 32)), out: histogram(s.slice(head + 32, head + 64)) },
+    };
+  }
+
+  // ---- internals ----------------------------------------------------------
+
+  _applyRefPolicy() {
+    if (this._state === 'closed') return;
+    let want;
+    if (this._refPolicy === 'always') want = true;
+    else if (this._refPolicy === 'never') want = false;
+    // 'listeners': like Node's child side of an IPC channel, keep the process
+    // alive only while someone listens, or a request is in flight.
+    else want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 || this._requests.size > 0;
+    if (want === this._refed) return;
+    this._refed = want;
+    if (want) this._handle.ref(); else this._handle.unref();
+  }
+
+  _scheduleFlush() {
+    if (this._flushScheduled) return;
+    this._flushScheduled = true;
+    // Everything sent in this tick goes out in one gathered write.
+    process.nextTick(flushTick, this);
+  }
+
+  _flush() {
+    this._flushScheduled = false;
+    if (this._state === 'closed') return;
+    const written = this._handle.flush();
+    if (written < 0) {
+      this._finish('peer-closed', null, written);
+      return;
+    }
+    this._onWritten(written);
+  }
+
+  _onWritten(written) {
+    this._written = written;
+    const cbs = this._callbacks;
+    let n = 0;
+    while (n < cbs.length && cbs[n][0] <= written) n++;
+    if (n > 0) {
+      const done = cbs.splice(0, n);
+      for (const [, cb] of done) cb(null);
+    }
+    if (this._needDrain && this._pushed - this._written < this.highWaterMark) {
+      this._needDrain = false;
+      this.emit('drain');
+    }
+    if (this._state === 'closing' && this._pushed === this._written) this._finish('local', null);
+  }
+
+  _onConnect() {
+    if (this._state === 'connecting') this._state = 'open';
+    this.emit('connect');
+  }
+
+  _onRead(messages, errors) {
+    let e = 0;
+    for (let i = 0; i < messages.length; i++) {
+      while (errors !== undefined && e < errors.length && errors[e] === i) {
+        this._reportDecodeError(errors[e + 1]);
+        e += 2;
+      }
+      this._dispatch(messages[i]);
+      if (this._state === 'closed') return;
+    }
+    while (errors !== undefined && e < errors.length) {
+      this._reportDecodeError(errors[e + 1]);
+      e += 2;
+    }
+  }
+
+  _dispatch(message) {
+    if (isInternal(message)) {
+      this._onInternal(message);
+      return;
+    }
+    if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
+      this._backlog.push(message);
+      if (this._backlog.length >= MAX_BACKLOG && !this._readPausedByBacklog) {
+        this._readPausedByBacklog = true;
+        this._handle.readStop();
+      }
+      return;
+    }
+    this.emit('message', message);
+  }
+
+  _drainBacklog() {
+    while (this._backlog.length > 0 && this.listenerCount('message') > 0 && this._state !== 'closed') {
+      this.emit('message', this._backlog.shift());
+    }
+    if (this._backlog.length === 0 && this._readPausedByBacklog) {
+      this._readPausedByBacklog = false;
+      if (!this._userPaused && this._state !== 'closed') this._handle.readStart();
+    }
+  }
+
+  _onInternal(message) {
+    if (message.cmd === REQUEST) {
+      this._answer(message);
+    } else if (message.cmd === RESPONSE) {
+      const entry = this._requests.get(message.id);
+      if (entry === undefined) return;  // timed out or aborted already
+      if (message.ok) {
+        this._settleRequest(message.id, null, message.body);
+      } else {
+        const remote = message.error || {};
+        const err = makeError('ERR_PROCWIRE_REMOTE_ERROR',
+          `peer's responder failed: ${remote.message}`, undefined, { remote });
+        if (remote.code === 'ERR_PROCWIRE_NO_RESPONDER') {
+          this._settleRequest(message.id, makeError('ERR_PROCWIRE_NO_RESPONDER', 'peer has no responder'));
+          return;
+        }
+        this._settleRequest(message.id, err);
+      }
+    } else if (message.cmd === 'NODE_HANDLE') {
+      // A plain Node peer passed a handle. The descriptor was closed on
+      // arrival; refuse in Node's own protocol so the sender does not wait
+      // forever, and say so here.
+      this._sendInternal({ cmd: 'NODE_HANDLE_NACK' });
+      this._emitError(makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
+        'the peer sent a handle; procwire channels do not accept handles yet'));
+    } else {
+      this.emit('internalMessage', message);
+    }
+  }
+
+  _sendInternal(message) {
+    if (this._state !== 'open' && this._state !== 'connecting') return;
+    try {
+      this._pushed = this._handle.write(message);
+      this._scheduleFlush();
+    } catch (err) {
+      this._emitError(err);
+    }
+  }
+
+  _answer(message) {
+    const id = message.id;
+    if (this._responder === null) {
+      this._sendInternal({ cmd: RESPONSE, id, ok: false,
+        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+      return;
+    }
+    let result;
+    try {
+      result = this._responder(message.body, this);
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    Promise.resolve(result).then(
+      (body) => {
+        try {
+          this._sendInternal0({ cmd: RESPONSE, id, ok: true, body });
+        } catch (err) {
+          // The reply itself could not be encoded: tell the requester.
+          this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) });
+        }
+      },
+      (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }));
+  }
+
+  _sendInternal0(message) {
+    if (this._state !== 'open' && this._state !== 'connecting') return;
+    this._pushed = this._handle.write(message);
+    this._scheduleFlush();
+  }
+
+  _settleRequest(id, err, value) {
+    const entry = this._requests.get(id);
+    if (entry === undefined) return;
+    this._requests.delete(id);
+    if (entry.timer) clearTimeout(entry.timer);
+    if (entry.onAbort) entry.signal.removeEventListener('abort', entry.onAbort);
+    if (err) entry.reject(err); else entry.resolve(value);
+    if (this._refPolicy === 'listeners') this._applyRefPolicy();
+  }
+
+  _reportDecodeError(err) {
+    // A frame that could not be decoded was skipped; the stream is intact.
+    if (this.listenerCount('messageerror') > 0) this.emit('messageerror', err);
+    else this._emitError(err);
+  }
+
+  _emitError(err) {
+    // A hostile or broken peer must not be able to crash the process through
+    // an unhandled 'error' event: without listeners, errors are warnings (and
+    // fatal ones are also passed to 'close').
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    else process.emitWarning(err);
+  }
+
+  _onEnd(status, err) {
+    if (this._state === 'closed') return;
+    if (err !== undefined) {
+      this._finish('framing-error', err);
+    } else if (status === 0) {
+      this._finish('peer-closed', null);
+    } else {
+      this._finish('peer-closed', null, status);
+    }
+  }
+
+  // Closes the handle and settles everything that waits on the channel.
+  _finish(reason, err, negErrno) {
+    if (this._state === 'closed') return;
+    if (negErrno !== undefined && negErrno !== 0) {
+      const sys = systemError('ERR_PROCWIRE_SOCKET', negErrno, 'socket');
+      // A reset or broken pipe is how a crashed peer looks: a close reason,
+      // not an error of ours.
+      if (sys.syscallCode === 'ECONNRESET' || sys.syscallCode === 'EPIPE') reason = 'peer-reset';
+      else { reason = 'error'; err = err || sys; }
+    }
+    if (this._state === 'connecting' && reason !== 'local' && reason !== 'destroyed') {
+      err = err || makeError('ERR_PROCWIRE_CONNECT_FAILED', 'connection failed');
+    }
+    this._finalStats = this.stats();
+    this._state = 'closed';
+    this._closeReason = reason;
+    this._closeError = err;
+    this._handle.close();
+    const closedError = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', `channel closed (${reason})`, err || undefined,
+      { reason });
+    const cbs = this._callbacks;
+    this._callbacks = [];
+    const requests = [...this._requests.keys()];
+    process.nextTick(() => {
+      for (const [, cb] of cbs) cb(closedError);
+      for (const id of requests) this._settleRequest(id, closedError);
+      if (err && reason !== 'local') this._emitError(err);
+      this.emit('disconnect');
+      this.emit('close', reason, err || undefined);
+    });
+  }
+}
+
+function serializeError(err) {
+  if (err instanceof Error) {
+    return { name: err.name, message: err.message, code: err.code, stack: err.stack };
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, isInternal };

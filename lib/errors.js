@@ -1,0 +1,94 @@
+'use strict';
+// Every error procwire raises has a stable `code` and its own class. This
+// table is the one place they are defined; index.d.ts pins the same codes and
+// README.md documents them.
+
+const CODES = {
+  ERR_PROCWIRE_INVALID_ARG: ['InvalidArgumentError', TypeError,
+    'An argument has the wrong type or value.'],
+  ERR_PROCWIRE_INVALID_MESSAGE: ['InvalidMessageError', TypeError,
+    'The top-level message is of a type Node\'s IPC refuses (undefined, symbol, function, bigint).'],
+  ERR_PROCWIRE_UNSERIALIZABLE: ['UnserializableError', Error,
+    'The message contains a value the codec cannot serialize (function, symbol, SharedArrayBuffer, ...).'],
+  ERR_PROCWIRE_DECODE: ['DecodeError', Error,
+    'A frame arrived intact but its payload could not be decoded; the frame was skipped.'],
+  ERR_PROCWIRE_BAD_HOST_TAG: ['BadHostTagError', Error,
+    'A payload holds a host object whose tag is neither 0 (view) nor 1 (other host object).'],
+  ERR_PROCWIRE_BAD_VIEW_TYPE: ['BadViewTypeError', Error,
+    'A payload holds an ArrayBufferView with an unknown type index.'],
+  ERR_PROCWIRE_BAD_VIEW_LENGTH: ['BadViewLengthError', Error,
+    'A payload holds an ArrayBufferView whose byte length is not a multiple of its element size.'],
+  ERR_PROCWIRE_MESSAGE_TOO_LARGE: ['MessageTooLargeError', RangeError,
+    'A frame\'s declared length exceeds maxMessageSize; the stream cannot be framed any more.'],
+  ERR_PROCWIRE_CHANNEL_CLOSED: ['ChannelClosedError', Error,
+    'The channel is closed (or closed before the operation completed).'],
+  ERR_PROCWIRE_SOCKET: ['SocketError', Error,
+    'A system call on the channel\'s socket failed (errno in `errno`, name in `syscallCode`).'],
+  ERR_PROCWIRE_CONNECT_FAILED: ['ConnectError', Error,
+    'Connecting to a named channel or TCP address failed.'],
+  ERR_PROCWIRE_LISTEN_FAILED: ['ListenError', Error,
+    'Listening on a name or address failed (in use, no permission, ...).'],
+  ERR_PROCWIRE_INSECURE_PATH: ['InsecurePathError', Error,
+    'The directory for named channels is not private to this user.'],
+  ERR_PROCWIRE_REQUEST_TIMEOUT: ['RequestTimeoutError', Error,
+    'A request got no reply within its timeout.'],
+  ERR_PROCWIRE_REQUEST_ABORTED: ['RequestAbortedError', Error,
+    'A request was aborted through its AbortSignal.'],
+  ERR_PROCWIRE_REMOTE_ERROR: ['RemoteError', Error,
+    'The peer\'s responder threw or rejected; `remote` holds its name, message, code and stack.'],
+  ERR_PROCWIRE_NO_RESPONDER: ['NoResponderError', Error,
+    'The peer has no responder registered (channel.respond) for requests.'],
+  ERR_PROCWIRE_HANDLE_UNSUPPORTED: ['HandleUnsupportedError', Error,
+    'Passing a handle (socket, server) with a message is not supported by procwire yet.'],
+  ERR_PROCWIRE_PEER_REJECTED: ['PeerRejectedError', Error,
+    'The peer\'s credentials (uid) are not allowed on this server.'],
+  ERR_PROCWIRE_NATIVE_UNAVAILABLE: ['NativeUnavailableError', Error,
+    'The native addon could not be loaded.'],
+};
+
+class ProcwireError extends Error {}
+
+const classes = { ProcwireError };
+const byCode = new Map();
+for (const [code, [name, Base, description]] of Object.entries(CODES)) {
+  // Each class extends the built-in that fits (TypeError, RangeError, Error)
+  // so `instanceof TypeError` keeps working, and carries a fixed code.
+  const cls = {
+    [name]: class extends Base {
+      constructor(message, options) {
+        super(message || description, options);
+        this.code = code;
+      }
+      get name() { return name; }
+    },
+  }[name];
+  Object.defineProperty(cls, 'code', { value: code });
+  Object.defineProperty(cls, 'description', { value: description });
+  classes[name] = cls;
+  byCode.set(code, cls);
+}
+
+// Makes an error for a code. `cause` (optional) is kept as error.cause; extra
+// own properties (errno, reason, ...) are copied from `props`.
+function makeError(code, message, cause, props) {
+  const cls = byCode.get(code);
+  if (cls === undefined) throw new Error(`procwire: unknown error code ${code}`);
+  const err = cause === undefined ? new cls(message) : new cls(message, { cause });
+  if (props) Object.assign(err, props);
+  return err;
+}
+
+// An error for a failed system call: -errno as returned by the addon.
+function systemError(code, negErrno, syscall, detail) {
+  const util = require('util');
+  const errno = -negErrno;
+  let name = 'UNKNOWN';
+  try { name = util.getSystemErrorName(negErrno); } catch { /* keep UNKNOWN */ }
+  const map = util.getSystemErrorMap ? util.getSystemErrorMap().get(negErrno) : undefined;
+  const text = map ? map[1] : name;
+  const where = detail ? ` ${detail}` : '';
+  return makeError(code, `${syscall}${where} failed: ${name} (${text})`, undefined,
+    { errno, syscall, syscallCode: name });
+}
+
+module.exports = { CODES, classes, makeError, systemError, ProcwireError };

@@ -1,0 +1,248 @@
+'use strict';
+// Named channels (unix sockets: a private directory or Linux's abstract
+// namespace) and TCP, with one Channel class for all of them.
+
+const EventEmitter = require('events');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const dns = require('dns');
+const net = require('net');
+const { binding } = require('./native');
+const { Channel } = require('./channel');
+const { makeError, systemError } = require('./errors');
+const { invalidArg, validateObject } = require('./validate');
+
+// The private directory for named channels: <runtime dir>/procwire-<uid>,
+// mode 0700, owned by us. Refuses one that another user could enter.
+function channelDirectory() {
+  const base = process.env.PROCWIRE_DIR
+    || (process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR) ? process.env.XDG_RUNTIME_DIR : os.tmpdir());
+  const dir = path.join(base, `procwire-${process.getuid()}`);
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if (err.code !== 'EEXIST') throw err;
+  }
+  const st = fs.lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== process.getuid() || (st.mode & 0o077) !== 0) {
+    throw makeError('ERR_PROCWIRE_INSECURE_PATH',
+      `${dir} must be a directory owned by uid ${process.getuid()} with mode 0700`);
+  }
+  return dir;
+}
+
+// Resolves what the user named into an address:
+//   'name'               -> unix socket <private dir>/name.sock
+//   '/abs/path.sock'     -> that unix socket path
+//   { path }             -> that unix socket path
+//   { name, abstract }   -> Linux abstract socket "procwire-<uid>/<name>"
+//   { port, host }       -> TCP (host defaults to 127.0.0.1)
+function resolveAddress(target) {
+  if (typeof target === 'string') {
+    if (target.length === 0) throw invalidArg('channel name must not be empty');
+    if (target.includes('/')) return { kind: 'unix', path: target, abstract: false };
+    if (target.includes('\0')) throw invalidArg('channel name must not contain NUL');
+    return { kind: 'unix', path: path.join(channelDirectory(), `${target}.sock`), abstract: false, named: true };
+  }
+  target = validateObject(target, 'address');
+  if (target.port !== undefined) {
+    if (!Number.isInteger(target.port) || target.port < 0 || target.port > 65535) {
+      throw invalidArg('port must be an integer from 0 to 65535');
+    }
+    return { kind: 'tcp', host: target.host === undefined ? '127.0.0.1' : String(target.host), port: target.port };
+  }
+  if (typeof target.path === 'string') return { kind: 'unix', path: target.path, abstract: false };
+  if (typeof target.name === 'string' && target.abstract) {
+    return { kind: 'unix', path: `procwire-${process.getuid()}/${target.name}`, abstract: true };
+  }
+  if (typeof target.name === 'string') return resolveAddress(target.name);
+  throw invalidArg('address must be a name, a path, { path }, { name, abstract } or { port, host }');
+}
+
+async function numericHost(host) {
+  if (net.isIP(host)) return host;
+  const { address } = await dns.promises.lookup(host);
+  return address;
+}
+
+function channelOptions(options) {
+  return {
+    serialization: options.serialization,
+    maxMessageSize: options.maxMessageSize,
+    highWaterMark: options.highWaterMark,
+  };
+}
+
+class Server extends EventEmitter {
+  constructor(address, options) {
+    super();
+    this._address = address;
+    this._options = options;
+    this._listener = null;
+    this._closed = false;
+    this._boundPort = null;
+    this.channels = new Set();
+    const uid = process.getuid();
+    this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
+    if (!Array.isArray(this._allowedUids) && this._allowedUids !== '*') {
+      throw invalidArg('options.allowUids must be an array of uids or "*"');
+    }
+  }
+
+  address() {
+    if (this._address.kind === 'tcp') return { host: this._host, port: this._boundPort };
+    return { path: this._address.path, abstract: this._address.abstract };
+  }
+
+  _listenNow(host) {
+    const a = this._address;
+    let fd;
+    const backlog = this._options.backlog || 511;
+    if (a.kind === 'tcp') {
+      const r = binding.listenTcp(host, a.port, backlog);
+      if (typeof r === 'number') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
+      [fd, this._boundPort] = r;
+      this._host = host;
+    } else {
+      fd = binding.listenUnix(a.path, a.abstract, backlog);
+      if (fd === -98 /* EADDRINUSE */ && !a.abstract && this._removeIfStale(a.path)) {
+        fd = binding.listenUnix(a.path, a.abstract, backlog);
+      }
+      if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
+    }
+    this._listener = new binding.NativeListener(fd, (fds, error) => this._onConnections(fds, error));
+  }
+
+  // A socket file nobody accepts on is left by a process that died; it may
+  // be replaced. A live one is not touched.
+  _removeIfStale(file) {
+    const r = binding.connectUnix(file, false);
+    if (typeof r !== 'number') {
+      binding.closeFd(r[0]);
+      return false;
+    }
+    if (r !== -111 /* ECONNREFUSED */) return false;
+    try {
+      if (!fs.lstatSync(file).isSocket()) return false;
+      fs.unlinkSync(file);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  _onConnections(fds, error) {
+    if (error < 0) {
+      const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept');
+      if (this.listenerCount('error') > 0) this.emit('error', err); else process.emitWarning(err);
+    }
+    for (const fd of fds) {
+      if (this._closed) {
+        binding.closeFd(fd);
+        continue;
+      }
+      let peer = null;
+      if (this._address.kind === 'unix') {
+        const cred = binding.peerCredentials(fd);
+        if (typeof cred !== 'number') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
+        if (this._allowedUids !== '*' && (peer === null || !this._allowedUids.includes(peer.uid))) {
+          binding.closeFd(fd);
+          this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
+            `peer uid ${peer && peer.uid} is not allowed`, undefined, { peer }));
+          continue;
+        }
+      }
+      const channel = new Channel(fd, { ...channelOptions(this._options), transport: this._address.kind, peer });
+      this.channels.add(channel);
+      channel.once('close', () => this.channels.delete(channel));
+      this.emit('channel', channel);
+    }
+  }
+
+  // Stops accepting; open channels stay open. Removes the socket file.
+  close(callback) {
+    if (this._closed) {
+      if (callback) process.nextTick(callback);
+      return this;
+    }
+    this._closed = true;
+    if (this._listener) this._listener.close();
+    if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
+      try { fs.unlinkSync(this._address.path); } catch { /* already gone */ }
+    }
+    process.nextTick(() => {
+      this.emit('close');
+      if (callback) callback();
+    });
+    return this;
+  }
+
+  ref() { if (this._listener) this._listener.ref(); return this; }
+  unref() { if (this._listener) this._listener.unref(); return this; }
+}
+
+// listen(address[, options][, onChannel]) -> Server. Emits 'listening' once
+// bound (unix sockets and numeric TCP hosts are bound before listen returns),
+// 'channel' for each accepted peer, 'reject' for peers refused by uid.
+function listen(target, options, onChannel) {
+  if (typeof options === 'function') {
+    onChannel = options;
+    options = undefined;
+  }
+  options = validateObject(options, 'options');
+  const address = resolveAddress(target);
+  const server = new Server(address, options);
+  if (onChannel !== undefined) {
+    if (typeof onChannel !== 'function') throw invalidArg('onChannel must be a function');
+    server.on('channel', onChannel);
+  }
+  const ready = () => process.nextTick(() => server.emit('listening'));
+  if (address.kind === 'tcp' && !net.isIP(address.host)) {
+    numericHost(address.host).then((host) => {
+      if (server._closed) return;
+      server._listenNow(host);
+      ready();
+    }).catch((err) => server.emit('error', makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
+  } else {
+    server._listenNow(address.kind === 'tcp' ? address.host : undefined);
+    ready();
+  }
+  server.ready = new Promise((resolve, reject) => {
+    server.once('listening', () => resolve(server));
+    server.once('error', reject);
+  });
+  server.ready.catch(() => {});
+  return server;
+}
+
+// connect(address[, options]) -> Promise<Channel>, resolved once connected.
+async function connect(target, options) {
+  options = validateObject(options, 'options');
+  const address = resolveAddress(target);
+  let r;
+  let where;
+  if (address.kind === 'tcp') {
+    const host = await numericHost(address.host);
+    where = `${host}:${address.port}`;
+    r = binding.connectTcp(host, address.port);
+  } else {
+    where = address.path;
+    r = binding.connectUnix(address.path, address.abstract);
+  }
+  if (typeof r === 'number') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
+  const [fd, inProgress] = r;
+  const channel = new Channel(fd, {
+    ...channelOptions(options), connecting: inProgress, transport: address.kind,
+  });
+  if (inProgress) {
+    await new Promise((resolve, reject) => {
+      const onClose = (reason, err) => reject(err || makeError('ERR_PROCWIRE_CONNECT_FAILED', `connect ${where} failed`));
+      channel.once('connect', () => { channel.off('close', onClose); resolve(); });
+      channel.once('close', onClose);
+    });
+  }
+  return channel;
+}
+
+module.exports = { listen, connect, Server, resolveAddress, channelDirectory };

@@ -1,0 +1,59 @@
+// Per-environment state of the addon (one per main thread or worker, one per
+// realm the addon is loaded in).
+//
+// Ownership: created in the module initialiser, freed by the environment's
+// cleanup hook, which also closes every channel and listener still open.
+// Threading: used only on its environment's thread.
+#ifndef PROCWIRE_BINDING_ADDON_DATA_H_
+#define PROCWIRE_BINDING_ADDON_DATA_H_
+
+#include <node.h>
+#include <uv.h>
+#include <v8.h>
+
+#include <unordered_set>
+
+namespace procwire {
+
+class Closable {
+ public:
+  virtual ~Closable() = default;
+  // Closes now, without calling back into JavaScript (environment teardown).
+  virtual void CloseForTeardown() = 0;
+};
+
+struct AddonData {
+  explicit AddonData(v8::Isolate* isolate);
+  ~AddonData();
+
+  v8::Isolate* isolate;
+  uv_loop_t* loop;
+  // Set once by the JS side through setup(): the real Buffer constructor
+  // (captured before user code could replace it) and a factory for coded
+  // errors, so every error class lives in JavaScript, in one place.
+  v8::Global<v8::Function> buffer_constructor;
+  v8::Global<v8::Function> make_error;
+  v8::Global<v8::FunctionTemplate> channel_template;
+  v8::Global<v8::FunctionTemplate> listener_template;
+  std::unordered_set<Closable*> open_handles;
+  bool tearing_down = false;
+
+  static AddonData* From(const v8::FunctionCallbackInfo<v8::Value>& args) {
+    return static_cast<AddonData*>(args.Data().As<v8::External>()->Value());
+  }
+};
+
+// Makes an error through the JS factory: an instance of the class for `code`.
+// Returns an empty handle if the factory itself threw.
+v8::MaybeLocal<v8::Value> MakeCodedError(AddonData* data, v8::Local<v8::Context> context,
+                                         const char* code, const char* message,
+                                         v8::Local<v8::Value> cause = v8::Local<v8::Value>());
+// Throws such an error (or lets the factory's own exception stand).
+void ThrowCodedError(AddonData* data, v8::Local<v8::Context> context, const char* code,
+                     const char* message);
+
+v8::Local<v8::String> OneByteString(v8::Isolate* isolate, const char* s);
+
+}  // namespace procwire
+
+#endif  // PROCWIRE_BINDING_ADDON_DATA_H_

@@ -1,0 +1,660 @@
+#include "channel.h"
+
+#include <node.h>
+#include <uv.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "../core/frame_reader.h"
+#include "../core/socket_io.h"
+#include "../core/write_queue.h"
+#include "codec.h"
+
+namespace procwire {
+
+using v8::Array;
+using v8::ArrayBuffer;
+using v8::BackingStore;
+using v8::Context;
+using v8::Function;
+using v8::FunctionCallbackInfo;
+using v8::FunctionTemplate;
+using v8::Global;
+using v8::HandleScope;
+using v8::Integer;
+using v8::Isolate;
+using v8::Local;
+using v8::MaybeLocal;
+using v8::Number;
+using v8::Object;
+using v8::Value;
+
+namespace {
+
+// One read buffer; small messages arrive many to a read.
+constexpr size_t kReadBufferSize = 256 * 1024;
+// Reads per wake-up, and bytes, before yielding to the rest of the loop, so
+// one busy peer cannot starve other handles.
+constexpr int kMaxReadsPerWake = 32;
+constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
+// A pending large frame is read straight into its reassembly buffer when at
+// least this much of it is missing.
+constexpr size_t kDirectReadThreshold = 64 * 1024;
+
+void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
+void FreeBackingStore(void* data, size_t /*length*/, void* /*hint*/) { std::free(data); }
+
+// A read buffer that decoded views may borrow: the first borrow turns the
+// block into an ArrayBuffer's backing store, and the channel takes a fresh
+// block for its next read.
+class ReadBlock final : public PayloadMemory {
+ public:
+  ReadBlock() : data_(static_cast<uint8_t*>(std::malloc(kReadBufferSize))) {
+    if (data_ == nullptr) throw std::bad_alloc();
+  }
+  ~ReadBlock() override {
+    if (!given_away_) std::free(data_);
+  }
+  uint8_t* data() { return data_; }
+  bool given_away() const { return given_away_; }
+  const uint8_t* base() const override { return data_; }
+  MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
+    if (array_buffer_.IsEmpty()) {
+      std::unique_ptr<BackingStore> store =
+          ArrayBuffer::NewBackingStore(data_, kReadBufferSize, FreeBackingStore, nullptr);
+      given_away_ = true;
+      array_buffer_.Reset(isolate, ArrayBuffer::New(isolate, std::move(store)));
+    }
+    return array_buffer_.Get(isolate);
+  }
+
+ private:
+  uint8_t* data_;
+  bool given_away_ = false;
+  // Held only while this block is the current one; a Global because the
+  // block outlives the HandleScope of one read.
+  Global<ArrayBuffer> array_buffer_;
+};
+
+struct Counters {
+  double messages_in = 0, messages_out = 0, bytes_in = 0, decode_errors = 0, read_calls = 0;
+  double histogram_in[kHistogramBuckets] = {};
+  double histogram_out[kHistogramBuckets] = {};
+};
+
+class NativeChannel final : public Closable {
+ public:
+  NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
+                WireFormat format, size_t max_message_size, bool connecting,
+                Local<Object> callbacks)
+      : data_(data),
+        fd_(fd),
+        reader_(format, max_message_size),
+        connecting_(connecting) {
+    Isolate* isolate = data->isolate;
+    context_.Reset(isolate, context);
+    wrapper_.Reset(isolate, wrapper);
+    wrapper->SetAlignedPointerInInternalField(0, this);
+    on_read_.Reset(isolate, GetFunction(context, callbacks, "onread"));
+    on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
+    on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
+    on_connect_.Reset(isolate, GetFunction(context, callbacks, "onconnect"));
+    async_context_ = node::EmitAsyncInit(isolate, wrapper, "PROCWIRE_CHANNEL");
+    CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
+    poll_.data = this;
+    data->open_handles.insert(this);
+    UpdatePoll();
+  }
+
+  static NativeChannel* Unwrap(const FunctionCallbackInfo<Value>& args) {
+    return static_cast<NativeChannel*>(args.This()->GetAlignedPointerFromInternalField(0));
+  }
+
+  // new Channel(fd, format, maxMessageSize, connecting, callbacks)
+  static void New(const FunctionCallbackInfo<Value>& args) {
+    AddonData* data = AddonData::From(args);
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    CHECK(args.IsConstructCall());
+    CHECK(args[0]->IsInt32() && args[1]->IsInt32() && args[2]->IsNumber() &&
+          args[3]->IsBoolean() && args[4]->IsObject());
+    const int fd = args[0].As<Integer>()->Value();
+    const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson
+                                                                  : WireFormat::kAdvanced;
+    const double max = args[2].As<Number>()->Value();
+    CHECK(max >= 0);
+    new NativeChannel(data, context, args.This(), fd, format, static_cast<size_t>(max),
+                      args[3]->IsTrue(), args[4].As<Object>());
+  }
+
+  // write(value) -> total bytes ever queued (monotonic)
+  static void Write(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    EncodedFrame frame;
+    if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
+    self->Enqueue(frame);
+    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+  }
+
+  // writeBuffer(view): queues bytes that are already a whole frame (the
+  // handshake and tests of hostile input use it).
+  static void WriteBuffer(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsArrayBufferView());
+    Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
+    EncodedFrame frame;
+    frame.size = view->ByteLength();
+    frame.data = static_cast<uint8_t*>(std::malloc(frame.size ? frame.size : 1));
+    CHECK_NOT_NULL(frame.data);
+    view->CopyContents(frame.data, frame.size);
+    self->queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
+    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+  }
+
+  // flush() -> total bytes written so far, or -errno when the socket failed.
+  static void Flush(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    const int err = self->DoFlush();
+    if (err != 0) {
+      args.GetReturnValue().Set(static_cast<double>(-err));
+      return;
+    }
+    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_written()));
+  }
+
+  static void ReadStart(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->reading_ = !self->ended_;
+    self->UpdatePoll();
+  }
+  static void ReadStop(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->reading_ = false;
+    self->UpdatePoll();
+  }
+  static void Ref(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    uv_ref(reinterpret_cast<uv_handle_t*>(&self->poll_));
+  }
+  static void Unref(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    uv_unref(reinterpret_cast<uv_handle_t*>(&self->poll_));
+  }
+  static void Close(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    if (self != nullptr) self->StartClose();
+  }
+  static void ShutdownWrite(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    shutdown(self->fd_, SHUT_WR);
+  }
+
+  // stats() -> [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes,
+  //             writeCalls, readCalls, decodeErrors, bufferedBytes,
+  //             ...histogramIn(32), ...histogramOut(32)]
+  static void Stats(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    Isolate* isolate = args.GetIsolate();
+    Local<Context> context = isolate->GetCurrentContext();
+    const Counters& c = self->counters_;
+    const double head[] = {c.messages_in,
+                           c.messages_out,
+                           c.bytes_in,
+                           static_cast<double>(self->queue_.total_written()),
+                           static_cast<double>(self->queue_.queued_bytes()),
+                           static_cast<double>(self->queue_.write_calls()),
+                           c.read_calls,
+                           c.decode_errors,
+                           static_cast<double>(self->reader_.buffered())};
+    constexpr int kHead = sizeof(head) / sizeof(head[0]);
+    Local<Array> out = Array::New(isolate, kHead + 2 * kHistogramBuckets);
+    int i = 0;
+    for (double v : head) out->Set(context, i++, Number::New(isolate, v)).Check();
+    for (double v : c.histogram_in) out->Set(context, i++, Number::New(isolate, v)).Check();
+    for (double v : c.histogram_out) out->Set(context, i++, Number::New(isolate, v)).Check();
+    args.GetReturnValue().Set(out);
+  }
+
+  static void Fd(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    args.GetReturnValue().Set(self->fd_);
+  }
+
+  void CloseForTeardown() override {
+    // The environment is going away: no JavaScript may run.
+    teardown_ = true;
+    StartClose();
+  }
+
+ private:
+  static Local<Function> GetFunction(Local<Context> context, Local<Object> from, const char* name) {
+    Local<Value> v = from->Get(context, OneByteString(context->GetIsolate(), name)).ToLocalChecked();
+    CHECK(v->IsFunction());
+    return v.As<Function>();
+  }
+
+  void Enqueue(const EncodedFrame& frame) {
+    counters_.messages_out++;
+    counters_.histogram_out[SizeBucket(frame.size)]++;
+    queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
+  }
+
+  // Returns 0 or an errno.
+  int DoFlush() {
+    if (connecting_ || closing_) return 0;
+    int err = 0;
+    switch (queue_.Flush(fd_, &err)) {
+      case WriteQueue::FlushStatus::kDrained:
+        want_write_ = false;
+        break;
+      case WriteQueue::FlushStatus::kWouldBlock:
+        want_write_ = true;
+        break;
+      case WriteQueue::FlushStatus::kError:
+        want_write_ = false;
+        UpdatePoll();
+        return err;
+    }
+    UpdatePoll();
+    return 0;
+  }
+
+  void UpdatePoll() {
+    if (closing_) return;
+    int events = 0;
+    if (connecting_) {
+      events = UV_WRITABLE;
+    } else {
+      if (reading_) events |= UV_READABLE;
+      if (want_write_) events |= UV_WRITABLE;
+    }
+    if (events == poll_events_) return;
+    poll_events_ = events;
+    if (events == 0) {
+      uv_poll_stop(&poll_);
+    } else {
+      CHECK_EQ(uv_poll_start(&poll_, events, OnPoll), 0);
+    }
+  }
+
+  static void OnPoll(uv_poll_t* handle, int status, int events) {
+    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    if (self->closing_) return;
+    Isolate* isolate = self->data_->isolate;
+    HandleScope scope(isolate);
+    Local<Context> context = self->context_.Get(isolate);
+    Context::Scope context_scope(context);
+    if (status < 0) {
+      self->End(status, Local<Value>());
+      return;
+    }
+    if (self->connecting_) {
+      if (events & (UV_WRITABLE | UV_DISCONNECT)) self->FinishConnect();
+      return;
+    }
+    if (events & UV_WRITABLE) {
+      const int err = self->DoFlush();
+      if (self->closing_) return;
+      if (err != 0) {
+        self->End(-err, Local<Value>());
+        return;
+      }
+      Local<Value> argv[] = {Number::New(isolate, static_cast<double>(self->queue_.total_written()))};
+      self->Call(self->on_write_, 1, argv);
+      if (self->closing_) return;
+    }
+    if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) self->OnReadable(context);
+  }
+
+  void FinishConnect() {
+    const int err = SocketError(fd_);
+    connecting_ = false;
+    if (err != 0) {
+      End(-err, Local<Value>());
+      return;
+    }
+    UpdatePoll();
+    Isolate* isolate = data_->isolate;
+    Local<Value> argv[] = {v8::Undefined(isolate)};
+    Call(on_connect_, 0, argv);
+    if (closing_) return;
+    // Sends made while connecting go out now.
+    const int werr = DoFlush();
+    if (werr != 0) End(-werr, Local<Value>());
+  }
+
+  // Reads until the socket is empty or the per-wake budget is spent, then
+  // hands every message of those reads to JavaScript in one call.
+  void OnReadable(Local<Context> context) {
+    Isolate* isolate = data_->isolate;
+    std::vector<Local<Value>> messages;
+    // Pairs (index in messages, error): the error happened before that message.
+    std::vector<Local<Value>> errors;
+    int end_status = 1;  // 1: still open; 0: end of stream; <0: -errno.
+    size_t bytes_this_wake = 0;
+    std::vector<int> fds;
+
+    for (int i = 0; i < kMaxReadsPerWake && bytes_this_wake < kMaxBytesPerWake; i++) {
+      FrameReader::Tail tail = reader_.WritableTail();
+      ReadOutcome r;
+      if (tail.size >= kDirectReadThreshold) {
+        r = ReceiveWithFds(fd_, tail.data, tail.size, &fds);
+        counters_.read_calls++;
+        if (r.bytes > 0) {
+          counters_.bytes_in += r.bytes;
+          bytes_this_wake += r.bytes;
+          v8::TryCatch try_catch(isolate);
+          reader_.CommitTail(static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
+            DeliverFrame(context, nullptr, f, &messages, &errors, &try_catch);
+          });
+          continue;
+        }
+      } else {
+        if (block_ == nullptr || block_->given_away()) {
+          delete block_;
+          block_ = new ReadBlock();
+        }
+        r = ReceiveWithFds(fd_, block_->data(), kReadBufferSize, &fds);
+        counters_.read_calls++;
+        if (r.bytes > 0) {
+          counters_.bytes_in += r.bytes;
+          bytes_this_wake += r.bytes;
+          v8::TryCatch try_catch(isolate);
+          ReadBlock* block = block_;
+          const FramingError fe =
+              reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
+                DeliverFrame(context, block, f, &messages, &errors, &try_catch);
+              });
+          if (fe != FramingError::kNone) {
+            end_status = -1000;  // framing error, reported below
+            break;
+          }
+          if (static_cast<size_t>(r.bytes) < kReadBufferSize) break;  // socket drained
+          continue;
+        }
+      }
+      if (r.bytes == 0) {
+        end_status = 0;
+      } else if (r.bytes != -EAGAIN && r.bytes != -EWOULDBLOCK) {
+        end_status = static_cast<int>(r.bytes);
+      }
+      break;
+    }
+    // Descriptors are not part of any message procwire accepts yet: close
+    // them so a peer cannot fill our descriptor table.
+    for (int fd : fds) CloseFd(fd);
+
+    if (!messages.empty() || !errors.empty()) {
+      Local<Array> list = Array::New(isolate, messages.data(), messages.size());
+      Local<Value> error_list = errors.empty()
+                                    ? Local<Value>(v8::Undefined(isolate))
+                                    : Local<Value>(Array::New(isolate, errors.data(), errors.size()));
+      Local<Value> argv[] = {list, error_list};
+      Call(on_read_, 2, argv);
+      if (closing_) return;
+    }
+    if (end_status == -1000) {
+      Local<Value> err;
+      char message[160];
+      std::snprintf(message, sizeof(message),
+                    "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
+                    static_cast<unsigned long long>(reader_.error_declared_size()),
+                    static_cast<unsigned long long>(reader_.max_payload_size()));
+      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
+      End(0, err);
+    } else if (end_status <= 0) {
+      End(end_status, Local<Value>());
+    }
+  }
+
+  void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
+                    std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
+                    v8::TryCatch* try_catch) {
+    Isolate* isolate = data_->isolate;
+    counters_.messages_in++;
+    counters_.histogram_in[SizeBucket(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1))]++;
+    Local<Value> value;
+    PayloadMemory* memory = frame.in_place ? block : nullptr;
+    if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value)) {
+      messages->push_back(value);
+      return;
+    }
+    // The frame itself was intact, so the stream stays in sync: the error is
+    // reported in order and reading goes on.
+    counters_.decode_errors++;
+    Local<Value> err = try_catch->HasCaught() ? try_catch->Exception() : Local<Value>(v8::Undefined(isolate));
+    try_catch->Reset();
+    errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
+    errors->push_back(err);
+  }
+
+  // The stream ended (status 0), failed (-errno) or was found corrupt (err).
+  void End(int status, Local<Value> err) {
+    if (ended_) return;
+    ended_ = true;
+    reading_ = false;
+    want_write_ = false;
+    UpdatePoll();
+    Isolate* isolate = data_->isolate;
+    Local<Value> argv[] = {Integer::New(isolate, status),
+                           err.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : err};
+    Call(on_end_, 2, argv);
+  }
+
+  void Call(const Global<Function>& fn, int argc, Local<Value>* argv) {
+    if (teardown_) return;
+    Isolate* isolate = data_->isolate;
+    Local<Object> wrapper = wrapper_.Get(isolate);
+    // MakeCallback drains the nextTick and microtask queues afterwards, as
+    // for any I/O callback; a throwing handler becomes an uncaught exception.
+    (void)node::MakeCallback(isolate, wrapper, fn.Get(isolate), argc, argv, async_context_);
+  }
+
+  void StartClose() {
+    if (closing_) return;
+    closing_ = true;
+    data_->open_handles.erase(this);
+    uv_poll_stop(&poll_);
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnClosed);
+  }
+
+  static void OnClosed(uv_handle_t* handle) {
+    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    delete self;
+  }
+
+  ~NativeChannel() override {
+    CloseFd(fd_);
+    queue_.Clear();
+    delete block_;
+    Isolate* isolate = data_->isolate;
+    if (!teardown_) {
+      HandleScope scope(isolate);
+      Local<Object> wrapper = wrapper_.Get(isolate);
+      wrapper->SetAlignedPointerInInternalField(0, nullptr);
+      node::EmitAsyncDestroy(isolate, async_context_);
+    }
+  }
+
+  AddonData* data_;
+  int fd_;
+  FrameReader reader_;
+  WriteQueue queue_;
+  ReadBlock* block_ = nullptr;
+  uv_poll_t poll_;
+  int poll_events_ = 0;
+  bool connecting_;
+  bool reading_ = true;
+  bool want_write_ = false;
+  bool ended_ = false;
+  bool closing_ = false;
+  bool teardown_ = false;
+  Counters counters_;
+  node::async_context async_context_;
+  Global<Context> context_;
+  Global<Object> wrapper_;
+  Global<Function> on_read_, on_write_, on_end_, on_connect_;
+};
+
+class NativeListener final : public Closable {
+ public:
+  NativeListener(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
+                 Local<Function> on_connection)
+      : data_(data), fd_(fd) {
+    Isolate* isolate = data->isolate;
+    context_.Reset(isolate, context);
+    wrapper_.Reset(isolate, wrapper);
+    on_connection_.Reset(isolate, on_connection);
+    wrapper->SetAlignedPointerInInternalField(0, this);
+    async_context_ = node::EmitAsyncInit(isolate, wrapper, "PROCWIRE_LISTENER");
+    CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
+    poll_.data = this;
+    CHECK_EQ(uv_poll_start(&poll_, UV_READABLE, OnPoll), 0);
+    data->open_handles.insert(this);
+  }
+
+  static NativeListener* Unwrap(const FunctionCallbackInfo<Value>& args) {
+    return static_cast<NativeListener*>(args.This()->GetAlignedPointerFromInternalField(0));
+  }
+
+  // new Listener(fd, onconnection(fds[]))
+  static void New(const FunctionCallbackInfo<Value>& args) {
+    CHECK(args.IsConstructCall());
+    CHECK(args[0]->IsInt32() && args[1]->IsFunction());
+    new NativeListener(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), args.This(),
+                       args[0].As<Integer>()->Value(), args[1].As<Function>());
+  }
+  static void Close(const FunctionCallbackInfo<Value>& args) {
+    NativeListener* self = Unwrap(args);
+    if (self != nullptr) self->StartClose();
+  }
+  static void Ref(const FunctionCallbackInfo<Value>& args) {
+    NativeListener* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    uv_ref(reinterpret_cast<uv_handle_t*>(&self->poll_));
+  }
+  static void Unref(const FunctionCallbackInfo<Value>& args) {
+    NativeListener* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    uv_unref(reinterpret_cast<uv_handle_t*>(&self->poll_));
+  }
+
+  void CloseForTeardown() override {
+    teardown_ = true;
+    StartClose();
+  }
+
+ private:
+  static void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+    NativeListener* self = static_cast<NativeListener*>(handle->data);
+    if (self->closing_) return;
+    Isolate* isolate = self->data_->isolate;
+    HandleScope scope(isolate);
+    Local<Context> context = self->context_.Get(isolate);
+    Context::Scope context_scope(context);
+    std::vector<Local<Value>> fds;
+    int error = status < 0 ? status : 0;
+    // Accept what is pending, up to a batch, so a connection storm cannot
+    // starve the loop.
+    for (int i = 0; i < 64 && error == 0; i++) {
+      const int fd = AcceptConnection(self->fd_);
+      if (fd == -EAGAIN || fd == -EWOULDBLOCK) break;
+      if (fd < 0) {
+        // EMFILE and friends: report, keep listening.
+        error = fd;
+        break;
+      }
+      fds.push_back(Integer::New(isolate, fd));
+    }
+    Local<Value> argv[] = {Array::New(isolate, fds.data(), fds.size()), Integer::New(isolate, error)};
+    (void)node::MakeCallback(isolate, self->wrapper_.Get(isolate), self->on_connection_.Get(isolate), 2,
+                             argv, self->async_context_);
+  }
+
+  void StartClose() {
+    if (closing_) return;
+    closing_ = true;
+    data_->open_handles.erase(this);
+    uv_poll_stop(&poll_);
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* h) {
+      delete static_cast<NativeListener*>(h->data);
+    });
+  }
+
+ public:
+  ~NativeListener() override {
+    CloseFd(fd_);
+    if (!teardown_) {
+      Isolate* isolate = data_->isolate;
+      HandleScope scope(isolate);
+      wrapper_.Get(isolate)->SetAlignedPointerInInternalField(0, nullptr);
+      node::EmitAsyncDestroy(isolate, async_context_);
+    }
+  }
+
+ private:
+  AddonData* data_;
+  int fd_;
+  uv_poll_t poll_;
+  bool closing_ = false;
+  bool teardown_ = false;
+  node::async_context async_context_;
+  Global<Context> context_;
+  Global<Object> wrapper_;
+  Global<Function> on_connection_;
+};
+
+void SetMethod(Isolate* isolate, Local<FunctionTemplate> t, Local<v8::External> data, const char* name,
+               v8::FunctionCallback fn) {
+  t->PrototypeTemplate()->Set(OneByteString(isolate, name), FunctionTemplate::New(isolate, fn, data));
+}
+
+}  // namespace
+
+void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports) {
+  Isolate* isolate = data->isolate;
+  Local<v8::External> external = v8::External::New(isolate, data);
+
+  Local<FunctionTemplate> ch = FunctionTemplate::New(isolate, NativeChannel::New, external);
+  ch->SetClassName(OneByteString(isolate, "NativeChannel"));
+  ch->InstanceTemplate()->SetInternalFieldCount(1);
+  SetMethod(isolate, ch, external, "write", NativeChannel::Write);
+  SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
+  SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
+  SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
+  SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
+  SetMethod(isolate, ch, external, "ref", NativeChannel::Ref);
+  SetMethod(isolate, ch, external, "unref", NativeChannel::Unref);
+  SetMethod(isolate, ch, external, "close", NativeChannel::Close);
+  SetMethod(isolate, ch, external, "shutdownWrite", NativeChannel::ShutdownWrite);
+  SetMethod(isolate, ch, external, "stats", NativeChannel::Stats);
+  SetMethod(isolate, ch, external, "fd", NativeChannel::Fd);
+  data->channel_template.Reset(isolate, ch);
+  exports->Set(context, OneByteString(isolate, "NativeChannel"), ch->GetFunction(context).ToLocalChecked())
+      .Check();
+
+  Local<FunctionTemplate> ls = FunctionTemplate::New(isolate, NativeListener::New, external);
+  ls->SetClassName(OneByteString(isolate, "NativeListener"));
+  ls->InstanceTemplate()->SetInternalFieldCount(1);
+  SetMethod(isolate, ls, external, "close", NativeListener::Close);
+  SetMethod(isolate, ls, external, "ref", NativeListener::Ref);
+  SetMethod(isolate, ls, external, "unref", NativeListener::Unref);
+  data->listener_template.Reset(isolate, ls);
+  exports->Set(context, OneByteString(isolate, "NativeListener"), ls->GetFunction(context).ToLocalChecked())
+      .Check();
+}
+
+}  // namespace procwire

@@ -1,0 +1,390 @@
+#include "codec.h"
+
+#include <node_buffer.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace procwire {
+
+using v8::Array;
+using v8::ArrayBuffer;
+using v8::ArrayBufferView;
+using v8::BackingStore;
+using v8::Context;
+using v8::Isolate;
+using v8::Just;
+using v8::Local;
+using v8::Maybe;
+using v8::MaybeLocal;
+using v8::Name;
+using v8::Nothing;
+using v8::Object;
+using v8::String;
+using v8::TryCatch;
+using v8::Value;
+
+namespace {
+
+// Node's host-object tags (serialization.js): views, then everything else.
+constexpr uint32_t kViewTag = 0;
+constexpr uint32_t kOtherHostObjectTag = 1;
+// Node's view type indexes (lib/v8.js); 10 is Node's Buffer.
+constexpr uint32_t kBufferIndex = 10;
+constexpr uint32_t kFloat16Index = 13;
+constexpr uint32_t kNoIndex = 0xffffffff;
+
+#if V8_MAJOR_VERSION >= 13
+#define PROCWIRE_HAS_FLOAT16 1
+#else
+#define PROCWIRE_HAS_FLOAT16 0
+#endif
+
+uint32_t ViewTypeIndex(Local<Value> v) {
+  if (v->IsUint8Array()) return 1;
+  if (v->IsInt8Array()) return 0;
+  if (v->IsUint8ClampedArray()) return 2;
+  if (v->IsInt16Array()) return 3;
+  if (v->IsUint16Array()) return 4;
+  if (v->IsInt32Array()) return 5;
+  if (v->IsUint32Array()) return 6;
+  if (v->IsFloat32Array()) return 7;
+  if (v->IsFloat64Array()) return 8;
+  if (v->IsDataView()) return 9;
+  if (v->IsBigInt64Array()) return 11;
+  if (v->IsBigUint64Array()) return 12;
+#if PROCWIRE_HAS_FLOAT16
+  if (v->IsFloat16Array()) return kFloat16Index;
+#endif
+  return kNoIndex;
+}
+
+size_t BytesPerElement(uint32_t index) {
+  switch (index) {
+    case 3: case 4: case kFloat16Index: return 2;
+    case 5: case 6: case 7: return 4;
+    case 8: case 11: case 12: return 8;
+    default: return 1;
+  }
+}
+
+MaybeLocal<Object> MakeView(Isolate* isolate, uint32_t index, Local<ArrayBuffer> ab,
+                            size_t offset, size_t byte_length) {
+  const size_t length = byte_length / BytesPerElement(index);
+  switch (index) {
+    case 0: return v8::Int8Array::New(ab, offset, length);
+    case 1: return v8::Uint8Array::New(ab, offset, length);
+    case 2: return v8::Uint8ClampedArray::New(ab, offset, length);
+    case 3: return v8::Int16Array::New(ab, offset, length);
+    case 4: return v8::Uint16Array::New(ab, offset, length);
+    case 5: return v8::Int32Array::New(ab, offset, length);
+    case 6: return v8::Uint32Array::New(ab, offset, length);
+    case 7: return v8::Float32Array::New(ab, offset, length);
+    case 8: return v8::Float64Array::New(ab, offset, length);
+    case 9: return v8::DataView::New(ab, offset, byte_length);
+    case kBufferIndex: {
+      Local<Object> buf;
+      if (!node::Buffer::New(isolate, ab, offset, byte_length).ToLocal(&buf)) return {};
+      return buf;
+    }
+    case 11: return v8::BigInt64Array::New(ab, offset, length);
+    case 12: return v8::BigUint64Array::New(ab, offset, length);
+#if PROCWIRE_HAS_FLOAT16
+    case kFloat16Index: return v8::Float16Array::New(ab, offset, length);
+#endif
+    default: return {};
+  }
+}
+
+bool IsKnownViewIndex(uint32_t index) {
+  if (index <= 12) return true;
+  return PROCWIRE_HAS_FLOAT16 && index == kFloat16Index;
+}
+
+class SerializerDelegate final : public v8::ValueSerializer::Delegate {
+ public:
+  SerializerDelegate(AddonData* data, Local<Context> context)
+      : data_(data), context_(context) {}
+  void set_serializer(v8::ValueSerializer* s) { serializer_ = s; }
+
+  void ThrowDataCloneError(Local<String> message) override {
+    String::Utf8Value text(data_->isolate, message);
+    ThrowCodedError(data_, context_, "ERR_PROCWIRE_UNSERIALIZABLE",
+                    *text ? *text : "value could not be serialized");
+  }
+
+  Maybe<bool> WriteHostObject(Isolate* isolate, Local<Object> object) override {
+    if (object->IsArrayBufferView()) return WriteView(isolate, object);
+    // Any other host object (an object with embedder fields, such as a
+    // MessagePort): a shallow copy made like {...object}. Properties are
+    // defined on the copy, so no setter on Object.prototype runs, and keys
+    // are strings, as object spread makes them.
+    serializer_->WriteUint32(kOtherHostObjectTag);
+    Local<Array> keys;
+    if (!object
+             ->GetOwnPropertyNames(context_,
+                                   static_cast<v8::PropertyFilter>(
+                                       v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
+                                   v8::KeyConversionMode::kConvertToString)
+             .ToLocal(&keys)) {
+      return Nothing<bool>();
+    }
+    Local<Object> copy = Object::New(isolate);
+    for (uint32_t i = 0; i < keys->Length(); i++) {
+      Local<Value> key;
+      Local<Value> value;
+      if (!keys->Get(context_, i).ToLocal(&key) ||
+          !object->Get(context_, key).ToLocal(&value) ||
+          copy->CreateDataProperty(context_, key.As<Name>(), value).IsNothing()) {
+        return Nothing<bool>();
+      }
+    }
+    return serializer_->WriteValue(context_, copy);
+  }
+
+  void* ReallocateBufferMemory(void* old_buffer, size_t size, size_t* actual_size) override {
+    void* p = std::realloc(old_buffer, size);
+    *actual_size = p ? size : 0;
+    return p;
+  }
+  void FreeBufferMemory(void* buffer) override { std::free(buffer); }
+
+ private:
+  Maybe<bool> WriteView(Isolate* isolate, Local<Object> view) {
+    // Whether it is a Buffer follows an ordinary read of `constructor`
+    // compared with the real Buffer, exactly as Node decides.
+    Local<Value> ctor;
+    if (!view->Get(context_, OneByteString(isolate, "constructor")).ToLocal(&ctor)) {
+      return Nothing<bool>();
+    }
+    uint32_t index;
+    if (ctor->StrictEquals(data_->buffer_constructor.Get(isolate))) {
+      index = kBufferIndex;
+    } else {
+      index = ViewTypeIndex(view);
+      if (index == kNoIndex) {
+        ThrowCodedError(data_, context_, "ERR_PROCWIRE_UNSERIALIZABLE",
+                        "this kind of ArrayBufferView cannot be serialized");
+        return Nothing<bool>();
+      }
+    }
+    Local<ArrayBufferView> v = view.As<ArrayBufferView>();
+    const size_t length = v->ByteLength();
+    serializer_->WriteUint32(kViewTag);
+    serializer_->WriteUint32(index);
+    serializer_->WriteUint32(static_cast<uint32_t>(length));
+    if (length == 0) return Just(true);
+    // Only the view's own bytes: a view of a pooled Buffer must not leak the
+    // pool. CopyContents would copy twice; read the backing memory directly.
+    Local<ArrayBuffer> ab = v->Buffer();
+    const uint8_t* bytes = static_cast<const uint8_t*>(ab->Data()) + v->ByteOffset();
+    serializer_->WriteRawBytes(bytes, length);
+    return Just(true);
+  }
+
+  AddonData* data_;
+  Local<Context> context_;
+  v8::ValueSerializer* serializer_ = nullptr;
+};
+
+class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
+ public:
+  DeserializerDelegate(AddonData* data, Local<Context> context, PayloadMemory* memory)
+      : data_(data), context_(context), memory_(memory) {}
+  void set_deserializer(v8::ValueDeserializer* d) { deserializer_ = d; }
+
+  MaybeLocal<Object> ReadHostObject(Isolate* isolate) override {
+    uint32_t tag;
+    if (!deserializer_->ReadUint32(&tag)) return Fail("ERR_PROCWIRE_DECODE", "truncated host object");
+    if (tag == kOtherHostObjectTag) {
+      Local<Value> value;
+      if (!deserializer_->ReadValue(context_).ToLocal(&value)) return {};
+      if (!value->IsObject()) {
+        return Fail("ERR_PROCWIRE_DECODE", "host object copy is not an object");
+      }
+      return value.As<Object>();
+    }
+    if (tag != kViewTag) return Fail("ERR_PROCWIRE_BAD_HOST_TAG", "unknown host object tag");
+    uint32_t index;
+    uint32_t byte_length;
+    if (!deserializer_->ReadUint32(&index) || !deserializer_->ReadUint32(&byte_length)) {
+      return Fail("ERR_PROCWIRE_DECODE", "truncated ArrayBufferView");
+    }
+    if (!IsKnownViewIndex(index)) {
+      return Fail("ERR_PROCWIRE_BAD_VIEW_TYPE", "unknown ArrayBufferView type index");
+    }
+    const size_t element = BytesPerElement(index);
+    if (byte_length % element != 0) {
+      return Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH",
+                  "ArrayBufferView byte length is not a multiple of its element size");
+    }
+    const void* bytes = nullptr;
+    if (!deserializer_->ReadRawBytes(byte_length, &bytes)) {
+      return Fail("ERR_PROCWIRE_DECODE", "ArrayBufferView bytes run past the end of the payload");
+    }
+    // Aligned views borrow the input memory, as Node's do; others copy.
+    if (memory_ != nullptr && byte_length > 0) {
+      const size_t offset = static_cast<const uint8_t*>(bytes) - memory_->base();
+      if (offset % element == 0) {
+        Local<ArrayBuffer> ab;
+        if (memory_->GetArrayBuffer(isolate).ToLocal(&ab)) {
+          return MakeView(isolate, index, ab, offset, byte_length);
+        }
+      }
+    }
+    std::unique_ptr<BackingStore> store = ArrayBuffer::NewBackingStore(isolate, byte_length);
+    if (byte_length > 0) std::memcpy(store->Data(), bytes, byte_length);
+    Local<ArrayBuffer> copy = ArrayBuffer::New(isolate, std::move(store));
+    return MakeView(isolate, index, copy, 0, byte_length);
+  }
+
+ private:
+  // V8 allows no JavaScript to run while it deserializes, so the coded
+  // error cannot be made here: remember it, throw a plain one to stop V8,
+  // and let DecodePayload replace it once V8 has returned.
+  MaybeLocal<Object> Fail(const char* code, const char* message) {
+    failure_code_ = code;
+    failure_message_ = message;
+    Isolate* isolate = data_->isolate;
+    isolate->ThrowException(v8::Exception::Error(OneByteString(isolate, message)));
+    return {};
+  }
+
+ public:
+  const char* failure_code() const { return failure_code_; }
+  const char* failure_message() const { return failure_message_; }
+
+ private:
+  const char* failure_code_ = nullptr;
+  const char* failure_message_ = nullptr;
+
+  AddonData* data_;
+  Local<Context> context_;
+  PayloadMemory* memory_;
+  v8::ValueDeserializer* deserializer_ = nullptr;
+};
+
+
+bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
+                    EncodedFrame* out) {
+  Isolate* isolate = data->isolate;
+  SerializerDelegate delegate(data, context);
+  v8::ValueSerializer serializer(isolate, &delegate);
+  delegate.set_serializer(&serializer);
+  serializer.SetTreatArrayBufferViewsAsHostObjects(true);
+  // Room for the length header first, then the V8 header and value, so the
+  // frame is one block that goes to the socket as it is.
+  static const uint8_t kPlaceholder[kAdvancedHeaderSize] = {0, 0, 0, 0};
+  serializer.WriteRawBytes(kPlaceholder, sizeof(kPlaceholder));
+  serializer.WriteHeader();
+  bool ok;
+  if (!serializer.WriteValue(context, value).To(&ok) || !ok) return false;
+  std::pair<uint8_t*, size_t> released = serializer.Release();
+  const size_t payload = released.second - kAdvancedHeaderSize;
+  if (payload > 0xffffffffu) {
+    std::free(released.first);
+    ThrowCodedError(data, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE",
+                    "message is larger than the 4 GiB the length header can state");
+    return false;
+  }
+  WriteU32BigEndian(released.first, static_cast<uint32_t>(payload));
+  out->data = released.first;
+  out->size = released.second;
+  return true;
+}
+
+bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
+                EncodedFrame* out) {
+  Isolate* isolate = data->isolate;
+  Local<String> text;
+  if (!v8::JSON::Stringify(context, value).ToLocal(&text)) return false;
+  String::Utf8Value utf8(isolate, text);
+  if (*utf8 == nullptr) {
+    ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "value could not be serialized as JSON");
+    return false;
+  }
+  const size_t length = static_cast<size_t>(utf8.length());
+  uint8_t* block = static_cast<uint8_t*>(std::malloc(length + 1));
+  if (block == nullptr) {
+    isolate->LowMemoryNotification();
+    ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "out of memory encoding JSON");
+    return false;
+  }
+  std::memcpy(block, *utf8, length);
+  block[length] = '\n';
+  out->data = block;
+  out->size = length + 1;
+  return true;
+}
+
+// Decodes under the caller's TryCatch; any failure leaves an exception there
+// or returns false with none (the caller then reports a generic one). When the
+// delegate refused a host object, *failure gets its code and message.
+bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
+                     const uint8_t* payload, size_t size, PayloadMemory* memory,
+                     Local<Value>* out, const char** failure_code, const char** failure_message) {
+  Isolate* isolate = data->isolate;
+  if (format == WireFormat::kJson) {
+    Local<String> text;
+    if (size > static_cast<size_t>(String::kMaxLength) ||
+        !String::NewFromUtf8(isolate, reinterpret_cast<const char*>(payload),
+                             v8::NewStringType::kNormal, static_cast<int>(size))
+             .ToLocal(&text)) {
+      return false;
+    }
+    return v8::JSON::Parse(context, text).ToLocal(out);
+  }
+  DeserializerDelegate delegate(data, context, memory);
+  v8::ValueDeserializer deserializer(isolate, payload, size, &delegate);
+  delegate.set_deserializer(&deserializer);
+  bool header_ok = false;
+  if (!deserializer.ReadHeader(context).To(&header_ok) || !header_ok) return false;
+  if (deserializer.ReadValue(context).ToLocal(out)) return true;
+  *failure_code = delegate.failure_code();
+  *failure_message = delegate.failure_message();
+  return false;
+}
+
+}  // namespace
+
+bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format,
+                 Local<Value> value, EncodedFrame* out) {
+  return format == WireFormat::kAdvanced ? EncodeAdvanced(data, context, value, out)
+                                         : EncodeJson(data, context, value, out);
+}
+
+bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
+                   const uint8_t* payload, size_t size, PayloadMemory* memory,
+                   Local<Value>* out) {
+  Isolate* isolate = data->isolate;
+  Local<Value> exception;
+  const char* failure_code = nullptr;
+  const char* failure_message = nullptr;
+  {
+    TryCatch try_catch(isolate);
+    if (DecodeUnchecked(data, context, format, payload, size, memory, out, &failure_code,
+                        &failure_message)) {
+      return true;
+    }
+    if (try_catch.HasTerminated()) {
+      try_catch.ReThrow();
+      return false;
+    }
+    if (try_catch.HasCaught()) exception = try_catch.Exception();
+  }
+  if (failure_code != nullptr) {
+    ThrowCodedError(data, context, failure_code, failure_message);
+    return false;
+  }
+  // What V8 threw becomes the `cause` of a generic decode error.
+  Local<Value> err;
+  if (MakeCodedError(data, context, "ERR_PROCWIRE_DECODE", "payload could not be decoded",
+                     exception)
+          .ToLocal(&err)) {
+    isolate->ThrowException(err);
+  }
+  return false;
+}
+
+}  // namespace procwire

@@ -1,0 +1,120 @@
+#include "frame_reader.h"
+
+#include <algorithm>
+
+namespace procwire {
+
+namespace {
+
+// A reassembly buffer this large is given back after use rather than kept for
+// the next frame, so one huge message does not pin its memory forever.
+constexpr size_t kMaxRetainedCapacity = 1 << 20;
+
+}  // namespace
+
+ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size,
+                       size_t max_payload_size) {
+  ParseResult r;
+  if (format == WireFormat::kAdvanced) {
+    if (size < kAdvancedHeaderSize) {
+      r.status = ParseResult::Status::kNeedMore;
+      r.size_hint = kAdvancedHeaderSize;
+      return r;
+    }
+    const uint32_t length = ReadU32BigEndian(data);
+    if (length > max_payload_size) {
+      r.status = ParseResult::Status::kError;
+      r.error = FramingError::kMessageTooLarge;
+      r.declared_size = length;
+      return r;
+    }
+    const size_t total = kAdvancedHeaderSize + static_cast<size_t>(length);
+    if (size < total) {
+      r.status = ParseResult::Status::kNeedMore;
+      r.size_hint = total;
+      return r;
+    }
+    r.status = ParseResult::Status::kOk;
+    r.payload_offset = kAdvancedHeaderSize;
+    r.payload_size = length;
+    r.consumed = total;
+    return r;
+  }
+  // json: a line. memchr is the fastest scan the C library offers.
+  const size_t scan = std::min(size, max_payload_size + 1);
+  const void* nl = std::memchr(data, '\n', scan);
+  if (nl == nullptr) {
+    if (size > max_payload_size) {
+      r.status = ParseResult::Status::kError;
+      r.error = FramingError::kMessageTooLarge;
+      r.declared_size = size;
+      return r;
+    }
+    r.status = ParseResult::Status::kNeedMore;
+    r.size_hint = 0;
+    return r;
+  }
+  const size_t line = static_cast<const uint8_t*>(nl) - data;
+  r.status = ParseResult::Status::kOk;
+  r.payload_offset = 0;
+  r.payload_size = line;
+  r.consumed = line + 1;
+  return r;
+}
+
+size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete) {
+  *complete = false;
+  if (format_ == WireFormat::kJson) {
+    const void* nl = std::memchr(data, '\n', size);
+    const size_t take = nl ? static_cast<const uint8_t*>(nl) - data : size;
+    if (pending_.size() + take > max_payload_size_) {
+      Fail(FramingError::kMessageTooLarge, pending_.size() + take);
+      return size;
+    }
+    pending_.Append(data, take);
+    if (nl == nullptr) return size;
+    *complete = true;
+    return take + 1;
+  }
+  size_t pos = 0;
+  if (pending_.size() < kAdvancedHeaderSize) {
+    const size_t take = std::min(kAdvancedHeaderSize - pending_.size(), size);
+    pending_.Append(data, take);
+    pos += take;
+    if (pending_.size() < kAdvancedHeaderSize) return pos;
+    const uint32_t length = ReadU32BigEndian(pending_.data());
+    if (length > max_payload_size_) {
+      Fail(FramingError::kMessageTooLarge, length);
+      return size;
+    }
+    pending_need_ = kAdvancedHeaderSize + static_cast<size_t>(length);
+    pending_.Reserve(pending_need_);
+  }
+  const size_t take = std::min(pending_need_ - pending_.size(), size - pos);
+  pending_.Append(data + pos, take);
+  pos += take;
+  *complete = pending_.size() == pending_need_;
+  return pos;
+}
+
+FrameReader::Tail FrameReader::WritableTail() {
+  if (error_ != FramingError::kNone || format_ != WireFormat::kAdvanced ||
+      pending_need_ == 0 || pending_.size() >= pending_need_) {
+    return Tail{nullptr, 0};
+  }
+  // The capacity was reserved when the header became known.
+  const size_t have = pending_.size();
+  pending_.Reserve(pending_need_);
+  return Tail{pending_.data() + have, pending_need_ - have};
+}
+
+void FrameReader::ReleasePending() {
+  pending_need_ = 0;
+  if (pending_.capacity() > kMaxRetainedCapacity) {
+    pending_.Reset();
+  } else {
+    pending_.Clear();
+  }
+}
+
+}  // namespace procwire

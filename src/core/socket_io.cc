@@ -1,0 +1,266 @@
+#include "socket_io.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace procwire {
+
+namespace {
+
+// Fills a sockaddr_un; returns its length or -ENAMETOOLONG.
+int MakeUnixAddress(const std::string& path, bool abstract, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  // One byte goes to the terminating NUL, or to the leading NUL of an
+  // abstract name.
+  const size_t room = sizeof(addr->sun_path) - 1;
+  if (path.empty() || path.size() > room) return -ENAMETOOLONG;
+  if (abstract) {
+    // Abstract names start with a NUL byte and are not NUL-terminated.
+    std::memcpy(addr->sun_path + 1, path.data(), path.size());
+    return static_cast<int>(offsetof(sockaddr_un, sun_path) + 1 + path.size());
+  }
+  std::memcpy(addr->sun_path, path.data(), path.size());
+  return static_cast<int>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+}
+
+// Fills a sockaddr for a numeric address; returns its length or -EINVAL.
+int MakeInetAddress(const std::string& host, int port, sockaddr_storage* ss) {
+  std::memset(ss, 0, sizeof(*ss));
+  auto* v4 = reinterpret_cast<sockaddr_in*>(ss);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    return sizeof(sockaddr_in);
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(ss);
+  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    return sizeof(sockaddr_in6);
+  }
+  return -EINVAL;
+}
+
+int FinishConnect(int fd, const sockaddr* addr, socklen_t len, bool* in_progress) {
+  *in_progress = false;
+  int r;
+  do {
+    r = connect(fd, addr, len);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return fd;
+  if (errno == EINPROGRESS || errno == EAGAIN) {
+    *in_progress = true;
+    return fd;
+  }
+  const int err = errno;
+  CloseFd(fd);
+  return -err;
+}
+
+}  // namespace
+
+void CloseFd(int fd) {
+  if (fd < 0) return;
+  // Linux closes the descriptor even when close is interrupted; retrying
+  // could close a descriptor another thread just opened.
+  close(fd);
+}
+
+ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds,
+                    int fd_count) {
+  msghdr msg;
+  std::memset(&msg, 0, sizeof(msg));
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(iov_count);
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerRead)];
+  if (fd_count > 0) {
+    if (fd_count > kMaxFdsPerRead) return -EINVAL;
+    const size_t payload = sizeof(int) * static_cast<size_t>(fd_count);
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(payload);
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(payload);
+    std::memcpy(CMSG_DATA(cmsg), fds, payload);
+  }
+  ssize_t n;
+  do {
+    n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? -errno : n;
+}
+
+ReadOutcome ReceiveWithFds(int fd, uint8_t* buf, size_t size, std::vector<int>* fds) {
+  ReadOutcome out;
+  iovec iov{buf, size};
+  msghdr msg;
+  std::memset(&msg, 0, sizeof(msg));
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerRead)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    out.bytes = -errno;
+    return out;
+  }
+  out.bytes = n;
+  if (msg.msg_flags & MSG_CTRUNC) out.fds_truncated = true;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const int* received = reinterpret_cast<const int*>(CMSG_DATA(c));
+    for (size_t i = 0; i < count; i++) {
+      int d;
+      std::memcpy(&d, received + i, sizeof(int));
+      if (fds != nullptr) {
+        fds->push_back(d);
+      } else {
+        CloseFd(d);
+      }
+    }
+  }
+  return out;
+}
+
+int MakeSocketPair(int fds[2]) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) return -errno;
+  const int r = SetNonBlocking(fds[0], true);
+  if (r < 0) {
+    CloseFd(fds[0]);
+    CloseFd(fds[1]);
+    return r;
+  }
+  return 0;
+}
+
+int SetNonBlocking(int fd, bool on) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return -errno;
+  const int want = on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK);
+  if (want != flags && fcntl(fd, F_SETFL, want) < 0) return -errno;
+  return 0;
+}
+
+int ListenUnix(const std::string& path, bool abstract, int backlog) {
+  sockaddr_un addr;
+  const int len = MakeUnixAddress(path, abstract, &addr);
+  if (len < 0) return len;
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  // Create the socket file with no group or other access at all, so there is
+  // no window in which another user could connect before the chmod.
+  const mode_t old_mask = abstract ? 0 : umask(0077);
+  const int b = bind(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len));
+  const int bind_errno = errno;
+  if (!abstract) umask(old_mask);
+  if (b < 0) {
+    CloseFd(fd);
+    return -bind_errno;
+  }
+  if (!abstract && chmod(path.c_str(), 0600) < 0) {
+    const int err = errno;
+    CloseFd(fd);
+    return -err;
+  }
+  if (listen(fd, backlog) < 0) {
+    const int err = errno;
+    CloseFd(fd);
+    return -err;
+  }
+  return fd;
+}
+
+int ConnectUnix(const std::string& path, bool abstract, bool* in_progress) {
+  sockaddr_un addr;
+  const int len = MakeUnixAddress(path, abstract, &addr);
+  if (len < 0) return len;
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&addr),
+                       static_cast<socklen_t>(len), in_progress);
+}
+
+int ListenTcp(const std::string& host, int port, int backlog, int* bound_port) {
+  sockaddr_storage ss;
+  const int len = MakeInetAddress(host, port, &ss);
+  if (len < 0) return len;
+  const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), static_cast<socklen_t>(len)) < 0 ||
+      listen(fd, backlog) < 0) {
+    const int err = errno;
+    CloseFd(fd);
+    return -err;
+  }
+  sockaddr_storage bound;
+  socklen_t blen = sizeof(bound);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) == 0) {
+    *bound_port = bound.ss_family == AF_INET
+                      ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
+                      : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  }
+  return fd;
+}
+
+int ConnectTcp(const std::string& host, int port, bool* in_progress) {
+  sockaddr_storage ss;
+  const int len = MakeInetAddress(host, port, &ss);
+  if (len < 0) return len;
+  const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  SetNoDelay(fd);
+  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&ss),
+                       static_cast<socklen_t>(len), in_progress);
+}
+
+int AcceptConnection(int listen_fd) {
+  int fd;
+  do {
+    fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -errno;
+  SetNoDelay(fd);
+  return fd;
+}
+
+int SocketError(int fd) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return errno;
+  return err;
+}
+
+int GetPeerCredentials(int fd, PeerCredentials* out) {
+  ucred cred;
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) return -errno;
+  out->pid = cred.pid;
+  out->uid = static_cast<int>(cred.uid);
+  out->gid = static_cast<int>(cred.gid);
+  return 0;
+}
+
+void SetNoDelay(int fd) {
+  const int one = 1;
+  // Fails harmlessly with EOPNOTSUPP on unix sockets.
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+}  // namespace procwire

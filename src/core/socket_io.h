@@ -1,0 +1,85 @@
+// Thin, errno-free wrappers over the POSIX socket calls procwire needs:
+// gathered sends with descriptors (SCM_RIGHTS), reads that collect passed
+// descriptors, socket pairs, unix and TCP listeners and connectors, and peer
+// credentials. Every function returns a non-negative result or -errno, and
+// retries EINTR itself.
+//
+// Ownership: functions that return descriptors hand them to the caller, who
+// closes them (CloseFd). Every descriptor made here is close-on-exec and, unless
+// stated, non-blocking.
+// Threading: stateless; safe from any thread.
+#ifndef PROCWIRE_CORE_SOCKET_IO_H_
+#define PROCWIRE_CORE_SOCKET_IO_H_
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace procwire {
+
+// The most descriptors accepted in one read; more are closed and the read
+// reports truncation, so a hostile peer cannot exhaust our descriptor table
+// in one message.
+constexpr int kMaxFdsPerRead = 64;
+
+void CloseFd(int fd);
+
+// sendmsg(2) with MSG_NOSIGNAL; fds (may be null) travel as SCM_RIGHTS.
+ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds,
+                    int fd_count);
+
+struct ReadOutcome {
+  // Bytes read; 0 at end of stream; -errno on failure.
+  ssize_t bytes = 0;
+  // Set when the peer sent more descriptors than kMaxFdsPerRead or the
+  // control buffer was truncated; the extra descriptors are already closed.
+  bool fds_truncated = false;
+};
+
+// recvmsg(2) into buf; descriptors that arrive are appended to *fds (if fds
+// is null they are closed at once).
+ReadOutcome ReceiveWithFds(int fd, uint8_t* buf, size_t size, std::vector<int>* fds);
+
+// An AF_UNIX stream pair, both ends close-on-exec. fds[0] is non-blocking, for
+// this process; fds[1] is left blocking for a child (spawn dup2s it into the
+// child's descriptor slot, which clears close-on-exec there).
+int MakeSocketPair(int fds[2]);
+
+int SetNonBlocking(int fd, bool on);
+
+// Binds and listens on a unix socket path (or, when abstract is true, a name
+// in Linux's abstract namespace). The path's file gets mode 0600.
+int ListenUnix(const std::string& path, bool abstract, int backlog);
+// Starts a non-blocking connect; returns the fd (connected or in progress)
+// or -errno. *in_progress tells which.
+int ConnectUnix(const std::string& path, bool abstract, bool* in_progress);
+
+// host must be a numeric IPv4 or IPv6 address (JS resolves names first).
+// Returns the listening fd; *bound_port receives the port (for port 0).
+int ListenTcp(const std::string& host, int port, int backlog, int* bound_port);
+int ConnectTcp(const std::string& host, int port, bool* in_progress);
+
+// accept4(2), non-blocking and close-on-exec. -EAGAIN when none is pending.
+int AcceptConnection(int listen_fd);
+
+// The pending error of a non-blocking connect (0 when connected).
+int SocketError(int fd);
+
+struct PeerCredentials {
+  int pid = -1;
+  int uid = -1;
+  int gid = -1;
+};
+// SO_PEERCRED for a unix socket; -errno when not available.
+int GetPeerCredentials(int fd, PeerCredentials* out);
+
+// Disables Nagle's algorithm on TCP sockets (ignored for others).
+void SetNoDelay(int fd);
+
+}  // namespace procwire
+
+#endif  // PROCWIRE_CORE_SOCKET_IO_H_
