@@ -298,7 +298,18 @@ class NativeChannel final : public Closable {
     Local<Context> context = self->context_.Get(isolate);
     Context::Scope context_scope(context);
     if (status < 0) {
-      self->End(status, Local<Value>());
+      // libuv turns POLLERR into UV_EBADF and stops the watcher. The socket
+      // may still hold data the peer sent before it failed: read that first,
+      // then report the socket's real error (ECONNRESET, EPIPE, ...).
+      self->poll_events_ = 0;
+      const int so_error = SocketError(self->fd_);
+      if (self->reading_ && !self->connecting_) self->OnReadable(context);
+      if (self->closing_) return;
+      if (self->connecting_) {
+        self->FinishConnect();
+        return;
+      }
+      self->End(so_error != 0 ? -so_error : 0, Local<Value>());
       return;
     }
     if (self->connecting_) {

@@ -1,0 +1,232 @@
+'use strict';
+// One conformance suite, run against every transport: fork with a plain Node
+// child, fork with a procwire child, a named unix channel, and TCP loopback.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const crypto = require('crypto');
+const { once } = require('events');
+const { TRANSPORTS, open, openFds, waitExit } = require('./helpers/transports');
+
+const BIG_TIMEOUT = 120_000;
+
+function nextMessage(channel, predicate = () => true) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m) => {
+      if (!predicate(m)) return;
+      channel.off('message', onMessage);
+      channel.off('close', onClose);
+      resolve(m);
+    };
+    const onClose = (reason) => {
+      channel.off('message', onMessage);
+      reject(new Error(`channel closed (${reason}) while waiting`));
+    };
+    channel.on('message', onMessage);
+    channel.once('close', onClose);
+  });
+}
+
+// Sends 0..n-1 as fast as backpressure allows: on false, waits for 'drain'.
+async function sendStream(channel, n) {
+  let falses = 0;
+  for (let i = 0; i < n; i++) {
+    if (!channel.send(i)) {
+      falses++;
+      await once(channel, 'drain');
+    }
+  }
+  return falses;
+}
+
+for (const transport of TRANSPORTS) {
+  test(`${transport}: conformance`, { timeout: 300_000 }, async (t) => {
+    const fdsBefore = openFds();
+    const peer = await open(transport);
+    const { channel } = peer;
+    t.after(() => peer.cleanup());
+
+    await t.test('echo keeps values and order, including messages sent before the peer listens', async () => {
+      const values = [{ a: 1 }, 'str', 42, true, [1, 2, 3], { nested: { deep: ['x'] } }, null];
+      for (const v of values) channel.send({ op: 'echo', v });
+      const got = [];
+      await new Promise((resolve) => {
+        const on = (m) => {
+          got.push(m.v);
+          if (got.length === values.length) { channel.off('message', on); resolve(); }
+        };
+        channel.on('message', on);
+      });
+      assert.deepStrictEqual(got, values);
+    });
+
+    await t.test('1,000,000 small messages to a slow receiver: all arrive, in order, with backpressure', { timeout: BIG_TIMEOUT }, async () => {
+      const n = 1_000_000;
+      channel.send({ op: 'count-start', slow: 50_000 });
+      const falses = await sendStream(channel, n);
+      channel.send({ op: 'count-end' });
+      const result = await nextMessage(channel, (m) => m && m.op === 'count-result');
+      assert.strictEqual(result.count, n);
+      assert.strictEqual(result.bad, 0);
+      // The slow receiver must have pushed back at least once: send() said
+      // false and 'drain' followed.
+      assert.ok(falses > 0, 'send() never returned false');
+      const stats = channel.stats();
+      assert.ok(stats.messagesOut >= n);
+      // Coalescing: far fewer write calls than messages.
+      assert.ok(stats.writeCalls < n / 10, `writeCalls ${stats.writeCalls}`);
+    });
+
+    await t.test('mixed sizes from 0 B to 64 MiB arrive intact and in order', { timeout: BIG_TIMEOUT }, async () => {
+      const sizes = [0, 1, 100, 4096, 65_536, 1 << 20, 16 << 20, 64 << 20];
+      const sent = sizes.map((size) => crypto.randomBytes(size));
+      const got = [];
+      const done = new Promise((resolve) => {
+        const on = (m) => {
+          if (!m || m.op !== 'echo') return;
+          got.push(m);
+          if (got.length === sizes.length) { channel.off('message', on); resolve(); }
+        };
+        channel.on('message', on);
+      });
+      for (let i = 0; i < sizes.length; i++) channel.send({ op: 'echo', i, data: sent[i] });
+      await done;
+      for (let i = 0; i < sizes.length; i++) {
+        assert.strictEqual(got[i].i, i);
+        assert.ok(Buffer.isBuffer(got[i].data), 'Buffers come back as Buffers');
+        assert.ok(got[i].data.equals(sent[i]), `payload ${sizes[i]} B intact`);
+      }
+    });
+
+    await t.test('request/reply under concurrency; errors travel back; timeouts and aborts are coded', async () => {
+      const replies = await Promise.all(Array.from({ length: 2000 }, (_, i) => channel.request({ i }, { timeout: 30_000 })));
+      replies.forEach((r, i) => assert.deepStrictEqual(r, { echo: { i } }));
+      await assert.rejects(channel.request({ fail: true }, { timeout: 10_000 }), (err) => {
+        assert.strictEqual(err.code, 'ERR_PROCWIRE_REMOTE_ERROR');
+        assert.strictEqual(err.remote.message, 'boom');
+        return true;
+      });
+      if (transport !== 'fork-plain') {
+        await assert.rejects(channel.request({ delay: 2000 }, { timeout: 50 }), { code: 'ERR_PROCWIRE_REQUEST_TIMEOUT' });
+        const ac = new AbortController();
+        const p = channel.request({ delay: 2000 }, { signal: ac.signal });
+        ac.abort();
+        await assert.rejects(p, { code: 'ERR_PROCWIRE_REQUEST_ABORTED' });
+      }
+    });
+
+    await t.test('send() with a handle is refused with a coded error, not dropped', () => {
+      const net = require('net');
+      const server = net.createServer();
+      assert.throws(() => channel.send({ x: 1 }, server), { code: 'ERR_PROCWIRE_HANDLE_UNSUPPORTED' });
+    });
+
+    await t.test('messages the peer floods then closes on all arrive before close', { timeout: BIG_TIMEOUT }, async () => {
+      if (transport === 'fork-plain') {
+        // A plain child's disconnect() drops what Node has not yet written, so
+        // only the procwire peers promise flush-then-close.
+        channel.send({ op: 'flood', n: 100_000, close: false });
+      } else {
+        channel.send({ op: 'flood', n: 100_000, close: true });
+      }
+      let expected = 0;
+      let bad = 0;
+      await new Promise((resolve) => {
+        const on = (m) => {
+          if (typeof m !== 'number') return;
+          if (m !== expected) bad++;
+          expected++;
+          if (expected === 100_000) { channel.off('message', on); resolve(); }
+        };
+        channel.on('message', on);
+      });
+      assert.strictEqual(bad, 0);
+      if (transport !== 'fork-plain') {
+        const [reason] = await once(channel, 'close');
+        assert.strictEqual(reason, 'peer-closed');
+      }
+    });
+
+    await peer.cleanup();
+    if (transport !== 'fork-plain' && transport !== 'fork-procwire') {
+      // The server, its listening socket and the channel are all closed.
+      await new Promise((r) => setTimeout(r, 50));
+      assert.strictEqual(openFds(), fdsBefore, 'no descriptor leaked');
+    }
+  });
+
+  test(`${transport}: peer killed with SIGKILL mid-stream closes the channel and rejects pending work`, { timeout: 60_000 }, async () => {
+    const fdsBefore = openFds();
+    const peer = await open(transport);
+    const { channel, child } = peer;
+    try {
+      // Requests that will never be answered: the peer delays, then dies.
+      // Settled at once into values, so no rejection is ever unhandled.
+      const pending = transport === 'fork-plain' ? [] : [channel.request({ delay: 60_000 }).then(() => null, (e) => e)];
+      const callbackErrors = [];
+      const big = Buffer.alloc(1 << 20);
+      for (let i = 0; i < 64; i++) channel.send({ op: 'count-start', big }, (err) => { if (err) callbackErrors.push(err); });
+      const closed = once(channel, 'close');
+      child.kill('SIGKILL');
+      const [reason] = await closed;
+      assert.ok(['peer-closed', 'peer-reset'].includes(reason), `close reason ${reason}`);
+      for (const p of pending) assert.strictEqual((await p).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+      for (const err of callbackErrors) assert.strictEqual(err.code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+      assert.strictEqual(channel.connected, false);
+      // Sending now fails with a coded error through the callback.
+      const [err] = await new Promise((resolve) => channel.send({ late: true }, (...a) => resolve(a)));
+      assert.strictEqual(err.code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+    } finally {
+      await peer.cleanup();
+    }
+    await waitExit(child);
+    if (transport === 'named' || transport === 'tcp') {
+      await new Promise((r) => setTimeout(r, 50));
+      assert.strictEqual(openFds(), fdsBefore, 'no descriptor leaked');
+    }
+  });
+
+  test(`${transport}: close() during heavy send flushes everything first`, { timeout: 60_000 }, async () => {
+    const peer = await open(transport);
+    try {
+      const { channel } = peer;
+      channel.send({ op: 'count-start' });
+      for (let i = 0; i < 200_000; i++) channel.send(i);
+      channel.send({ op: 'count-end' });
+      const result = nextMessage(channel, (m) => m && m.op === 'count-result');
+      // Replies may still arrive while we flush; close only after the peer
+      // counted, to observe that nothing queued was dropped by close().
+      const r = await result;
+      assert.strictEqual(r.count, 200_000);
+      assert.strictEqual(r.bad, 0);
+      for (let i = 0; i < 50_000; i++) channel.send(i);
+      const closed = once(channel, 'close');
+      channel.close();
+      const [reason] = await closed;
+      assert.strictEqual(reason, 'local');
+      assert.strictEqual(channel.writableLength, 0, 'queue flushed before close');
+    } finally {
+      await peer.cleanup();
+    }
+  });
+}
+
+for (const transport of ['fork-plain', 'fork-procwire']) {
+  test(`${transport}: json serialization round trip`, { timeout: 60_000 }, async () => {
+    const peer = await open(transport, { serialization: 'json' });
+    try {
+      const { channel } = peer;
+      assert.strictEqual(channel.serialization, 'json');
+      const values = [{ a: 'é€😀' }, [1, 'two', null], 'line\nbreak', 3.5];
+      for (const v of values) channel.send({ op: 'echo', v });
+      const got = [];
+      await new Promise((resolve) => {
+        const on = (m) => { got.push(m.v); if (got.length === values.length) { channel.off('message', on); resolve(); } };
+        channel.on('message', on);
+      });
+      assert.deepStrictEqual(got, values);
+    } finally {
+      await peer.cleanup();
+    }
+  });
+}
