@@ -127,7 +127,7 @@ class FramerWrap {
  public:
   FramerWrap(Isolate* isolate, Local<Object> wrapper, WireFormat format, size_t max)
       : reader(format, max) {
-    wrapper->SetAlignedPointerInInternalField(0, this);
+    SetWrapped(wrapper, this);
     self_.Reset(isolate, wrapper);
     self_.SetWeak(this, [](const v8::WeakCallbackInfo<FramerWrap>& info) { delete info.GetParameter(); },
                   v8::WeakCallbackType::kParameter);
@@ -153,7 +153,7 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
   AddonData* data = AddonData::From(args);
   Isolate* isolate = args.GetIsolate();
   Local<Context> context = isolate->GetCurrentContext();
-  auto* self = static_cast<FramerWrap*>(args.This()->GetAlignedPointerFromInternalField(0));
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
   CHECK_NOT_NULL(self);
   CHECK(args[0]->IsArrayBufferView());
   Local<ArrayBufferView> view = args[0].As<ArrayBufferView>();
@@ -201,7 +201,7 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
 }
 
 void FramerBuffering(const FunctionCallbackInfo<Value>& args) {
-  auto* self = static_cast<FramerWrap*>(args.This()->GetAlignedPointerFromInternalField(0));
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
   CHECK_NOT_NULL(self);
   args.GetReturnValue().Set(static_cast<double>(self->reader.buffered()));
 }
@@ -321,7 +321,7 @@ void SetFunction(Isolate* isolate, Local<Context> context, Local<Object> target,
 
 NODE_MODULE_INIT(/* exports, module, context */) {
   using namespace procwire;
-  Isolate* isolate = context->GetIsolate();
+  Isolate* isolate = Isolate::GetCurrent();
   AddonData* data = new AddonData(isolate);
   node::AddEnvironmentCleanupHook(isolate, Teardown, data);
   Local<v8::External> external = v8::External::New(isolate, data);

@@ -13,6 +13,8 @@
 
 #include <unordered_set>
 
+#include "compat.h"
+
 namespace procwire {
 
 class Closable {

@@ -97,7 +97,7 @@ class NativeChannel final : public Closable {
     Isolate* isolate = data->isolate;
     context_.Reset(isolate, context);
     wrapper_.Reset(isolate, wrapper);
-    wrapper->SetAlignedPointerInInternalField(0, this);
+    SetWrapped(wrapper, this);
     on_read_.Reset(isolate, GetFunction(context, callbacks, "onread"));
     on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
     on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
@@ -110,7 +110,7 @@ class NativeChannel final : public Closable {
   }
 
   static NativeChannel* Unwrap(const FunctionCallbackInfo<Value>& args) {
-    return static_cast<NativeChannel*>(args.This()->GetAlignedPointerFromInternalField(0));
+    return static_cast<NativeChannel*>(GetWrapped(args.This()));
   }
 
   // new Channel(fd, format, maxMessageSize, connecting, callbacks)
@@ -241,7 +241,7 @@ class NativeChannel final : public Closable {
 
  private:
   static Local<Function> GetFunction(Local<Context> context, Local<Object> from, const char* name) {
-    Local<Value> v = from->Get(context, OneByteString(context->GetIsolate(), name)).ToLocalChecked();
+    Local<Value> v = from->Get(context, OneByteString(Isolate::GetCurrent(), name)).ToLocalChecked();
     CHECK(v->IsFunction());
     return v.As<Function>();
   }
@@ -495,7 +495,7 @@ class NativeChannel final : public Closable {
     if (!teardown_) {
       HandleScope scope(isolate);
       Local<Object> wrapper = wrapper_.Get(isolate);
-      wrapper->SetAlignedPointerInInternalField(0, nullptr);
+      SetWrapped(wrapper, nullptr);
       node::EmitAsyncDestroy(isolate, async_context_);
     }
   }
@@ -529,7 +529,7 @@ class NativeListener final : public Closable {
     context_.Reset(isolate, context);
     wrapper_.Reset(isolate, wrapper);
     on_connection_.Reset(isolate, on_connection);
-    wrapper->SetAlignedPointerInInternalField(0, this);
+    SetWrapped(wrapper, this);
     async_context_ = node::EmitAsyncInit(isolate, wrapper, "PROCWIRE_LISTENER");
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
     poll_.data = this;
@@ -538,7 +538,7 @@ class NativeListener final : public Closable {
   }
 
   static NativeListener* Unwrap(const FunctionCallbackInfo<Value>& args) {
-    return static_cast<NativeListener*>(args.This()->GetAlignedPointerFromInternalField(0));
+    return static_cast<NativeListener*>(GetWrapped(args.This()));
   }
 
   // new Listener(fd, onconnection(fds[]))
@@ -611,7 +611,7 @@ class NativeListener final : public Closable {
     if (!teardown_) {
       Isolate* isolate = data_->isolate;
       HandleScope scope(isolate);
-      wrapper_.Get(isolate)->SetAlignedPointerInInternalField(0, nullptr);
+      SetWrapped(wrapper_.Get(isolate), nullptr);
       node::EmitAsyncDestroy(isolate, async_context_);
     }
   }

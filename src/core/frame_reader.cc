@@ -40,8 +40,10 @@ ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size,
     r.consumed = total;
     return r;
   }
-  // json: a line. memchr is the fastest scan the C library offers.
-  const size_t scan = std::min(size, max_payload_size + 1);
+  // json: a line. memchr is the fastest scan the C library offers. The scan
+  // covers at most max + 1 bytes, written so that a max of SIZE_MAX does not
+  // wrap max + 1 to 0 (which would hide every newline).
+  const size_t scan = max_payload_size < size ? max_payload_size + 1 : size;
   const void* nl = std::memchr(data, '\n', scan);
   if (nl == nullptr) {
     if (size > max_payload_size) {
@@ -98,8 +100,11 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
 }
 
 FrameReader::Tail FrameReader::WritableTail() {
+  // While the header itself is incomplete pending_need_ is only the header
+  // size, not the frame's: bytes committed then would complete a "frame"
+  // whose length was never read or checked against the maximum.
   if (error_ != FramingError::kNone || format_ != WireFormat::kAdvanced ||
-      pending_need_ == 0 || pending_.size() >= pending_need_) {
+      pending_.size() < kAdvancedHeaderSize || pending_.size() >= pending_need_) {
     return Tail{nullptr, 0};
   }
   // The capacity was reserved when the header became known.

@@ -1,0 +1,19 @@
+{
+  "targets": [
+    {
+      "target_name": "procwire",
+      "sources": [
+        "src/core/frame_reader.cc",
+        "src/core/write_queue.cc",
+        "src/core/socket_io.cc",
+        "src/binding/codec.cc",
+        "src/binding/channel.cc",
+        "src/binding/addon.cc"
+      ],
+      "cflags_cc": ["-O2", "-fno-strict-aliasing", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-cast-function-type"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "cflags!": ["-fno-exceptions"],
+      "defines": ["NODE_WANT_INTERNALS=0"]
+    }
+  ]
+}

@@ -1,0 +1,292 @@
+'use strict';
+// One small interface over every peer the bench compares, for the driver
+// (parent) side:  t = await open(peerId, ctx); t.onmessage = fn; t.send(value);
+// t.histogram(); await t.close().
+//
+// ctx: { script (child script for fork-style peers), args, tmp, redisSocket,
+//        workers (fork-style: how many children; t.children[i] each) }
+//
+// Fork-style peers deliver structured values; socket peers with a text wire
+// (ndjson, Redis, ZeroMQ) JSON-encode on both sides, as a user of them would.
+// Every child first sends a ready message ({ ready: true }), which open()
+// waits for, so no measurement includes process start-up.
+
+const childProcess = require('child_process');
+const net = require('net');
+const path = require('path');
+const { ROOT } = require('./harness');
+
+const PEERS_DIR = path.join(__dirname, '..', 'peers');
+const SOCKET_ECHO = path.join(PEERS_DIR, 'socket-echo.js');
+
+let procwireModule;
+function procwire() {
+  if (!procwireModule) procwireModule = require(ROOT);
+  return procwireModule;
+}
+
+const FORK_PEERS = {
+  'node-json': { impl: 'node', serialization: 'json' },
+  'node-advanced': { impl: 'node', serialization: 'advanced' },
+  'node26-advanced': { impl: 'node', serialization: 'advanced' },  // run by a Node 26 driver
+  'procwire-plain-advanced': { impl: 'procwire', child: 'node', serialization: 'advanced' },
+  'procwire-plain-json': { impl: 'procwire', child: 'node', serialization: 'json' },
+  'procwire-advanced': { impl: 'procwire', child: 'procwire', serialization: 'advanced' },
+  'procwire-json': { impl: 'procwire', child: 'procwire', serialization: 'json' },
+};
+
+function isForkPeer(id) { return Object.prototype.hasOwnProperty.call(FORK_PEERS, id); }
+
+function waitReady(first, label, timeoutMs = 15000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label}: child not ready within ${timeoutMs} ms`)), timeoutMs);
+    first((err) => { clearTimeout(timer); if (err) reject(err); else resolve(); });
+  });
+}
+
+// A fork-style endpoint: one ChildProcess (built-in or procwire).
+async function openFork(peerId, ctx, index = 0) {
+  const spec = FORK_PEERS[peerId];
+  const stdio = ['ignore', 'ignore', 'inherit'];
+  let child;
+  if (spec.impl === 'node') {
+    child = childProcess.fork(ctx.script, ctx.args || [], {
+      serialization: spec.serialization, stdio: [...stdio, 'ipc'], env: ctx.env,
+    });
+  } else {
+    child = procwire().fork(ctx.script, ctx.args || [], {
+      serialization: spec.serialization, child: spec.child, stdio, env: ctx.env,
+    });
+  }
+  const t = {
+    index,
+    child,
+    onmessage: null,
+    send: (m) => child.send(m),
+    histogram: () => (child.channel && typeof child.channel.stats === 'function'
+      ? (child.channel.stats() || {}).histogram || null : null),
+    close: async () => {
+      const exited = new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', r)));
+      try { child.disconnect(); } catch { /* already */ }
+      const timer = setTimeout(() => { try { child.kill('SIGKILL'); } catch { /* gone */ } }, 2000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  let readyCb = null;
+  child.on('message', (m) => {
+    if (readyCb) {
+      const cb = readyCb;
+      readyCb = null;
+      if (m && m.ready) cb(null); else cb(new Error(`unexpected first message ${JSON.stringify(m)}`));
+      return;
+    }
+    t.onmessage(m);
+  });
+  child.on('exit', (code, signal) => {
+    if (readyCb) readyCb(new Error(`child exited before ready (${signal || code})`));
+  });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  return t;
+}
+
+// ---- socket peers ------------------------------------------------------------
+
+function spawnEcho(kind, address) {
+  return childProcess.spawn(process.execPath, [SOCKET_ECHO, kind, JSON.stringify(address)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+function killChild(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) { resolve(); return; }
+    child.once('exit', () => resolve());
+    try { child.kill('SIGKILL'); } catch { resolve(); }
+  });
+}
+
+async function openProcwireSocket(peerId, ctx) {
+  const pw = procwire();
+  const address = peerId === 'procwire-unix'
+    ? `bench-${process.pid}`            // a named channel, in PROCWIRE_DIR (the run's temp dir)
+    : { port: 0, host: '127.0.0.1' };
+  let channel = null;
+  let readyCb = null;
+  const t = { onmessage: null };
+  const server = pw.listen(address, (ch) => {
+    channel = ch;
+    ch.on('message', (m) => {
+      if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); return; }
+      t.onmessage(m);
+    });
+    ch.on('error', () => {});
+  });
+  await server.ready;
+  const where = peerId === 'procwire-unix' ? address : { port: server.address().port, host: '127.0.0.1' };
+  const child = spawnEcho(peerId, where);
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  server.close();
+  t.send = (m) => channel.send(m);
+  t.histogram = () => (channel.stats() || {}).histogram || null;
+  t.close = async () => {
+    channel.close();
+    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
+    await killChild(child);
+  };
+  return t;
+}
+
+// Newline-delimited JSON over a net.Socket, the way most hand-rolled IPC is done.
+function ndjsonReader(socket, onValue) {
+  let pending = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk) => {
+    let start = 0;
+    let nl = chunk.indexOf('\n');
+    if (nl < 0) { pending += chunk; return; }
+    onValue(JSON.parse(pending + chunk.slice(0, nl)));
+    pending = '';
+    start = nl + 1;
+    while ((nl = chunk.indexOf('\n', start)) >= 0) {
+      onValue(JSON.parse(chunk.slice(start, nl)));
+      start = nl + 1;
+    }
+    pending = chunk.slice(start);
+  });
+}
+
+async function openNet(peerId, ctx) {
+  const server = net.createServer();
+  const listenArg = peerId === 'net-unix' ? path.join(ctx.tmp, `net-${process.pid}.sock`) : 0;
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    if (peerId === 'net-unix') server.listen(listenArg, resolve); else server.listen(0, '127.0.0.1', resolve);
+  });
+  const where = peerId === 'net-unix' ? { path: listenArg } : { port: server.address().port, host: '127.0.0.1' };
+  const t = { onmessage: null, histogram: () => null };
+  let readyCb = null;
+  let socket = null;
+  server.on('connection', (s) => {
+    socket = s;
+    s.setNoDelay(true);
+    s.on('error', () => {});
+    ndjsonReader(s, (m) => {
+      if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); return; }
+      t.onmessage(m);
+    });
+  });
+  const child = spawnEcho(peerId, where);
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  server.close();
+  t.send = (m) => socket.write(`${JSON.stringify(m)}\n`);
+  t.close = async () => {
+    socket.end();
+    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
+    await killChild(child);
+    socket.destroy();
+  };
+  return t;
+}
+
+async function openRedis(peerId, ctx) {
+  const { RespClient } = require('./resp');
+  const channels = { req: `bench-req-${process.pid}`, res: `bench-res-${process.pid}` };
+  const sub = await RespClient.connect(ctx.redisSocket);
+  const pub = await RespClient.connect(ctx.redisSocket);
+  const t = { onmessage: null, histogram: () => null };
+  let readyCb = null;
+  await sub.subscribe(channels.res, (text) => {
+    const m = JSON.parse(text);
+    if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); return; }
+    t.onmessage(m);
+  });
+  const child = spawnEcho('redis', { path: ctx.redisSocket, ...channels });
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  t.send = (m) => pub.publish(channels.req, JSON.stringify(m));
+  t.close = async () => {
+    await killChild(child);
+    sub.close();
+    pub.close();
+  };
+  return t;
+}
+
+async function openZmq(peerId, ctx) {
+  const zmq = require('zeromq');
+  const sock = new zmq.Pair({ sendHighWaterMark: 0, receiveHighWaterMark: 0 });
+  const endpoint = `ipc://${path.join(ctx.tmp, `zmq-${process.pid}.sock`)}`;
+  await sock.bind(endpoint);
+  const t = { onmessage: null, histogram: () => null };
+  let readyCb = null;
+  let closed = false;
+  (async () => {
+    try {
+      for await (const [frame] of sock) {
+        const m = JSON.parse(frame.toString());
+        if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); continue; }
+        t.onmessage(m);
+      }
+    } catch (err) {
+      if (!closed) throw err;
+    }
+  })();
+  const child = spawnEcho('zmq', { endpoint });
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  t.send = zmqSender(sock);
+  t.close = async () => {
+    closed = true;
+    await killChild(child);
+    sock.close();
+  };
+  return t;
+}
+
+// zeromq v6 allows one send in progress per socket: queue the rest.
+function zmqSender(sock) {
+  const queue = [];
+  let pumping = false;
+  async function pump() {
+    pumping = true;
+    try {
+      while (queue.length) await sock.send(queue.shift());
+    } finally {
+      pumping = false;
+    }
+  }
+  return (m) => {
+    queue.push(JSON.stringify(m));
+    if (!pumping) pump().catch(() => {});
+  };
+}
+
+async function open(peerId, ctx) {
+  if (isForkPeer(peerId)) return openFork(peerId, ctx);
+  if (peerId === 'procwire-unix' || peerId === 'procwire-tcp') return openProcwireSocket(peerId, ctx);
+  if (peerId === 'net-unix' || peerId === 'net-tcp') return openNet(peerId, ctx);
+  if (peerId === 'redis') return openRedis(peerId, ctx);
+  if (peerId === 'zeromq') return openZmq(peerId, ctx);
+  throw new Error(`unknown peer ${peerId}`);
+}
+
+// Several fork-style children at once (the master/worker suite).
+async function openMany(peerId, ctx, count) {
+  const out = [];
+  for (let i = 0; i < count; i++) out.push(openFork(peerId, { ...ctx, args: [...(ctx.args || []), String(i)] }, i));
+  return Promise.all(out);
+}
+
+function zeromqAvailable() {
+  try {
+    require('zeromq');
+    return null;
+  } catch (err) {
+    return `the zeromq package could not be loaded (${String(err.message).split('\n')[0]}); run \`npm install\` (it is an optional dependency)`;
+  }
+}
+
+module.exports = { open, openMany, isForkPeer, FORK_PEERS, ndjsonReader, zmqSender, zeromqAvailable, PEERS_DIR };

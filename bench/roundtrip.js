@@ -1,0 +1,148 @@
+'use strict';
+// Round trips/s by payload, in the style of Node's child-process IPC
+// round-trip benchmark: { payload: '.'.repeat(len) }, 256 messages in flight,
+// the child echoes each one back. Every peer runs in fresh processes and the
+// repeats are interleaved (A B C ... A B C ...).
+//
+//   node bench/roundtrip.js [--quick]      (or: procwire bench --suite roundtrip)
+
+const path = require('path');
+const harness = require('./lib/harness');
+const { startRedis } = require('./lib/resp');
+
+const IN_FLIGHT = 256;
+const SIZES_FULL = [64, 256, 1024, 4096, 16384, 65536];
+const SIZES_QUICK = [64, 1024, 16384, 65536];
+
+const PEERS = [
+  { id: 'procwire-advanced', label: 'procwire both sides, advanced' },
+  { id: 'procwire-json', label: 'procwire both sides, json' },
+  { id: 'procwire-plain-advanced', label: 'procwire parent + plain child, advanced' },
+  { id: 'procwire-plain-json', label: 'procwire parent + plain child, json' },
+  { id: 'procwire-unix', label: 'procwire named unix channel' },
+  { id: 'procwire-tcp', label: 'procwire TCP loopback' },
+  { id: 'node-json', label: 'Node fork IPC, json' },
+  { id: 'node-advanced', label: 'Node fork IPC, advanced' },
+  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'net-unix', label: 'net unix socket, ndjson' },
+  { id: 'net-tcp', label: 'net TCP loopback, ndjson' },
+  { id: 'redis', label: 'Redis pub/sub (unix socket)' },
+  { id: 'zeromq', label: 'ZeroMQ PAIR (ipc)' },
+];
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-unix',
+  'procwire-tcp', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq']);
+
+// ---- driver: one peer, all sizes, in this (fresh) process --------------------
+
+async function measure(t, len, warmMs, windowMs) {
+  const msg = { payload: '.'.repeat(len) };
+  return new Promise((resolve, reject) => {
+    let inflight = 0;
+    let counting = false;
+    let stopping = false;
+    let count = 0;
+    let t0 = 0;
+    let rate = 0;
+    t.onmessage = (m) => {
+      if (!m || typeof m.payload !== 'string' || m.payload.length !== len) {
+        reject(new Error(`echo mismatch at ${len} B: got ${JSON.stringify(m).slice(0, 80)}`));
+        return;
+      }
+      inflight--;
+      if (counting) count++;
+      if (!stopping) {
+        inflight++;
+        t.send(msg);
+      } else if (inflight === 0) {
+        resolve(rate);
+      }
+    };
+    for (let i = 0; i < IN_FLIGHT; i++) {
+      inflight++;
+      t.send(msg);
+    }
+    setTimeout(() => {
+      counting = true;
+      t0 = harness.now();
+      setTimeout(() => {
+        rate = count / ((harness.now() - t0) / 1000);
+        counting = false;
+        stopping = true;
+      }, windowMs);
+    }, warmMs);
+  });
+}
+
+async function runDriver(config, tick) {
+  const { open } = require('./lib/transports');
+  const t = await open(config.peer, {
+    script: path.join(__dirname, 'peers', 'ipc-echo.js'),
+    args: ['echo'],
+    tmp: config.tmp,
+    redisSocket: config.redisSocket,
+  });
+  const data = {};
+  try {
+    for (const len of config.sizes) {
+      data[len] = { rps: await measure(t, len, config.warmMs, config.windowMs) };
+      tick();
+    }
+    return { data, histogram: t.histogram() };
+  } finally {
+    await t.close();
+  }
+}
+
+// ---- plan (run by the orchestrator) -------------------------------------------------
+
+async function plan({ quick, repeats, log, tmp }) {
+  const sizes = quick ? SIZES_QUICK : SIZES_FULL;
+  const node26 = harness.otherNode(26);
+  const { zeromqAvailable } = require('./lib/transports');
+  const zmqSkip = zeromqAvailable();
+  const redis = await startRedis(tmp, { log, trackPid: harness.trackPid, untrackPid: harness.untrackPid });
+  const notes = [`${IN_FLIGHT} messages in flight; { payload: '.'.repeat(len) }; the child decodes and re-sends each one.`,
+    'Socket, Redis and ZeroMQ peers carry JSON text (JSON.stringify/parse on both sides).'];
+  if (redis.skip) log(`  roundtrip: Redis skipped: ${redis.skip}`);
+  if (zmqSkip) log(`  roundtrip: ZeroMQ skipped: ${zmqSkip}`);
+  if (!node26) log('  roundtrip: Node 26 row skipped: .nodes/26/bin/node not found (scripts/setup-nodes.sh 26 installs it)');
+  const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
+    const out = { ...p };
+    if (p.id === 'redis' && redis.skip) out.skip = redis.skip;
+    if (p.id === 'zeromq' && zmqSkip) out.skip = zmqSkip;
+    if (p.id === 'node26-advanced') {
+      if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
+      else out.execPath = node26;
+    }
+    return out;
+  });
+  const warmMs = quick ? 60 : 200;
+  const windowMs = quick ? 220 : 1000;
+  return {
+    name: 'roundtrip',
+    title: 'Round trips/s by payload (256 in flight, child echoes)',
+    description: "Node's child-process IPC round-trip benchmark: { payload: '.'.repeat(len) }, 256 in flight, the peer echoes. Higher is better.",
+    script: __filename,
+    xs: sizes,
+    xLabel: 'payload',
+    xUnit: 'bytes',
+    metrics: [{ id: 'rps', label: 'round trips/s', unit: '/s', better: 'higher' }],
+    peers,
+    repeats: repeats || (quick ? 3 : 5),
+    ticksPerRun: sizes.length,
+    timeoutMs: 20000 + sizes.length * (warmMs + windowMs + 4000),
+    env: { PROCWIRE_DIR: tmp },
+    config: () => ({ sizes, warmMs, windowMs, tmp, redisSocket: redis.socket,
+      hardLimitMs: 15000 + sizes.length * (warmMs + windowMs + 4000) }),
+    ratioTo: ['procwire-advanced', 'node-json', 'node-advanced'],
+    notes,
+    cleanup: async () => { if (redis.stop) await redis.stop(); },
+  };
+}
+
+module.exports = { name: 'roundtrip', plan, runDriver };
+
+if (require.main === module) {
+  if (process.argv[2] === '--driver') harness.driverMain(runDriver);
+  else require('./lib/cli').standalone('roundtrip');
+}

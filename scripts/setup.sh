@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Everything procwire's tests and benchmarks need on a fresh Debian machine,
+# idempotently:
+#   - Debian packages: clang + libclang-rt (libFuzzer, sanitizers), cmake and
+#     GoogleTest (native unit tests), redis-server (a benchmark peer);
+#   - the other supported Node lines (22, 24, 26) from the npm registry;
+#   - the addon built for this machine's Node (npm install).
+# Installing Debian packages needs root; without it, what is missing is named
+# and the parts that need it say so when they run.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+need=()
+command -v clang++ >/dev/null 2>&1 || need+=(clang)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+[ -f /usr/src/googletest/CMakeLists.txt ] || [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || need+=(googletest libgtest-dev)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${need[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "setup: missing Debian packages (need root to install): ${need[*]}" >&2
+  fi
+fi
+
+if [ "${PROCWIRE_SKIP_NODES:-0}" != 1 ]; then
+  bash "$root/scripts/setup-nodes.sh"
+fi
+
+if [ ! -f "$root/build/Release/procwire.node" ] || [ ! -d "$root/node_modules" ]; then
+  npm install --no-audit --no-fund
+fi

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole test suite (npm test): native unit tests and fuzzing under
+# sanitizers, then the JavaScript suites on every supported Node line
+# (20 = this machine's node, 22, 24 and 26 from the npm registry).
+#
+#   PROCWIRE_NODES="20 24"   only these lines
+#   FUZZ_SECONDS=30          fuzzing time per target
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+
+passed=0
+failed=0
+status=0
+
+# Adds the counts of one node:test run (spec reporter lines "ℹ pass N").
+count() {
+  local log="$1" p f
+  p=$(grep -E '^ℹ pass [0-9]+' "$log" | tail -1 | awk '{print $3}')
+  f=$(grep -E '^ℹ fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+}
+
+echo "== native: GoogleTest under ASan/UBSan, libFuzzer =="
+if [ -f scripts/test-native.sh ]; then
+  if bash scripts/test-native.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+fi
+
+lines="${PROCWIRE_NODES:-20 22 24 26}"
+for major in $lines; do
+  if [ "$major" = 20 ]; then
+    node_bin="$(command -v node)"
+    addon="$root/build/Release/procwire.node"
+    [ -f "$addon" ] || npm run build >/dev/null
+  else
+    node_bin="$root/.nodes/$major/bin/node"
+    if ! bash scripts/build-for.sh "$major"; then failed=$((failed + 1)); status=1; continue; fi
+    addon="$root/.build/node$major/build/Release/procwire.node"
+  fi
+  echo "== JavaScript suites on $("$node_bin" --version) =="
+  log="$(mktemp)"
+  PROCWIRE_ADDON="$addon" PATH="$(dirname "$node_bin"):$PATH" \
+    "$node_bin" --test --test-concurrency=1 --test-reporter=spec test/*.test.js 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  count "$log"
+  rm -f "$log"
+  [ "$rc" = 0 ] || status=1
+done
+
+echo
+echo "procwire: $passed passed, $failed failed"
+exit $status
