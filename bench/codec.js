@@ -132,7 +132,7 @@ async function runInProcess({ quick, repeats, progress }) {
     histograms: {},
     ratioTo: ['procwire-advanced', 'node-advanced', 'node-json'],
     pairs: [['procwire-advanced', 'node-advanced'], ['procwire-json', 'node-json']],
-    notes: [`median of ${repeats} interleaved repeats of ${ms} ms each`],
+    notes: [`each sample: ${ms} ms of encode + decode in a loop`],
     repeats,
     seconds: (Date.now() - started) / 1000,
   };

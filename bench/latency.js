@@ -103,7 +103,7 @@ async function plan({ quick, repeats, log, tmp }) {
     ],
     chartMetrics: ['p50', 'p98'],
     peers,
-    repeats: repeats || (quick ? 2 : 3),
+    repeats: repeats || (quick ? 3 : 3),
     ticksPerRun: sizes.length,
     timeoutMs: perRun + 15000,
     config: () => ({ sizes, budgetMs, maxIters, fifo: fifo.binary, hardLimitMs: perRun + 10000 }),

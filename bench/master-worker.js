@@ -89,7 +89,8 @@ async function plan({ quick, repeats, log, args = {} }) {
     name: 'master-worker',
     title: `Master + ${workers} workers × ${concurrency} request loops: pairs/s`,
     description: `W=${workers} workers each run C=${concurrency} concurrent request/reply loops against the master, ` +
-      'which echoes each request (the 2016 Habr study). Pairs/s is higher-better; master CPU% is per pair of work.',
+      'which echoes each request (the 2016 Habr study). Pairs/s: higher is better. Master CPU% = the master\'s CPU time ' +
+      '(process.cpuUsage, all its threads) / wall time over the window.',
     script: __filename,
     xs: PAYLOADS,
     xLabel: 'payload',

@@ -29,7 +29,7 @@ function fmtValue(v, metric) {
   if (metric.unit === '%') return `${v.toFixed(0)}%`;
   if (metric.unit === 'µs') {
     if (v >= 1e5) return `${(v / 1000).toFixed(0)} ms`;
-    if (v >= 1e4) return `${(v / 1000).toFixed(1)} ms`;
+    if (v >= 1e3) return `${(v / 1000).toFixed(v >= 1e4 ? 1 : 2)} ms`;
     if (v >= 100) return v.toFixed(0);
     return v.toFixed(1);
   }
@@ -149,16 +149,19 @@ function histogramsMarkdown(results) {
   const out = [];
   for (const suite of Object.values(results.suites)) {
     const hs = suite.histograms || {};
-    const ids = Object.keys(hs);
+    // The reference procwire peer only; `procwire stats results.json` prints them all.
+    const ref = (suite.ratioTo || [])[0];
+    const ids = Object.keys(hs).filter((id) => id === ref).concat(Object.keys(hs).filter((id) => id !== ref)).slice(0, 1);
     if (ids.length === 0) continue;
     out.push(`#### ${suite.name}`, '');
     for (const id of ids) {
-      out.push(`${peerLabel(suite, id)}: messages sent by the bench side (frame bytes, log2 buckets; last run's channel)`, '',
+      out.push(`${peerLabel(suite, id)}: messages sent by the bench side, all runs (frame bytes, log2 buckets)`, '',
         '```', histogramText(hs[id].out), '```', '');
     }
   }
   if (out.length === 0) return '';
-  return ['## Message sizes (IPC.MessageSize-style histograms from channel.stats())', '', ...out].join('\n');
+  return ['## Message sizes (IPC.MessageSize-style histograms from channel.stats())', '',
+    'Every peer\'s histograms: `procwire stats results.json`.', '', ...out].join('\n');
 }
 
 function toMarkdown(results) {

@@ -465,7 +465,10 @@ class Channel extends EventEmitter {
   // Closes the handle and settles everything that waits on the channel.
   _finish(reason, err, negErrno) {
     if (this._state === 'closed') return;
-    if (negErrno !== undefined && negErrno !== 0) {
+    if (negErrno !== undefined && negErrno !== 0 && this._state === 'connecting') {
+      reason = 'error';
+      err = systemError('ERR_PROCWIRE_CONNECT_FAILED', negErrno, 'connect');
+    } else if (negErrno !== undefined && negErrno !== 0) {
       const sys = systemError('ERR_PROCWIRE_SOCKET', negErrno, 'socket');
       // A reset or broken pipe is how a crashed peer looks: a close reason,
       // not an error of ours.

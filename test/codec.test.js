@@ -203,6 +203,14 @@ describe('advanced: decode both ways', () => {
     }
   });
 
+  test('a view over a SharedArrayBuffer sends its bytes, as Node does', T, () => {
+    const v = new Uint8Array(new SharedArrayBuffer(6), 1, 4);
+    v.set([1, 2, 3, 4]);
+    const ref = corpus.referenceEncode(v);
+    assertSameBytes(advanced.encode(v), ref, 'view over SAB');
+    assert.deepStrictEqual(advanced.decode(payloadOf(ref)), new Uint8Array([1, 2, 3, 4]));
+  });
+
   test('encode runs getters and propagates what they throw', T, () => {
     const boom = new Error('boom');
     assert.throws(() => advanced.encode({ get x() { throw boom; } }), (err) => err === boom);

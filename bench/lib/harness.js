@@ -269,7 +269,9 @@ async function runPlan(plan, progress) {
         if (result.histogram) mergeHistogram(histograms, peer.id, result.histogram);
       } catch (err) {
         peer.errors.push(err.message);
-        progress.log(`  ${plan.name}: ${peer.label} run ${rep + 1} failed: ${err.message.split('\n').join('\n    ')}`);
+        const lines = err.message.split('\n');
+        const detail = lines.slice(1).filter((l) => !/^\s+at /.test(l)).slice(-3);
+        progress.log(`  ${plan.name}: ${peer.label} run ${rep + 1} failed: ${[lines[0], ...detail].join('\n    ')}`);
         if (peer.errors.length >= 2) peer.status = 'failed';
       }
       progress.tick(Math.max(0, plan.ticksPerRun - ticks));
@@ -278,9 +280,10 @@ async function runPlan(plan, progress) {
   const data = {};
   for (const peer of peers) {
     const s = samples[peer.id];
+    if (s && peer.status === 'failed') peer.status = 'ok';  // some runs worked: show them, with a note
     if (!s) {
       if (peer.status === 'ok') { peer.status = 'failed'; }
-      if (peer.status === 'failed') peer.reason = peer.errors[peer.errors.length - 1] || 'no result';
+      if (peer.status === 'failed') peer.reason = (peer.errors[peer.errors.length - 1] || 'no result').split('\n')[0];
       continue;
     }
     data[peer.id] = {};
@@ -288,7 +291,7 @@ async function runPlan(plan, progress) {
       data[peer.id][x] = {};
       for (const [m, v] of Object.entries(metrics)) data[peer.id][x][m] = { median: median(v), samples: v };
     }
-    if (peer.errors.length) peer.reason = `${peer.errors.length} of ${plan.repeats} runs failed: ${peer.errors[0].split('\n')[0]}`;
+    if (peer.errors.length) peer.reason = `${peer.errors.length} of ${plan.repeats} runs failed (median of the others): ${peer.errors[0].split('\n')[0]}`;
   }
   return {
     name: plan.name,

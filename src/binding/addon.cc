@@ -305,7 +305,14 @@ void Teardown(void* arg) {
   // Copy: closing removes entries from the set.
   std::vector<Closable*> open(data->open_handles.begin(), data->open_handles.end());
   for (Closable* h : open) h->CloseForTeardown();
-  delete data;
+  // This object may outlive the isolate (until the last close callback), so
+  // its V8 handles go now.
+  data->buffer_constructor.Reset();
+  data->make_error.Reset();
+  data->channel_template.Reset();
+  data->listener_template.Reset();
+  // Freed now, or by the last close callback (AddonData::HandleClosed).
+  if (data->closing_handles == 0) delete data;
 }
 
 void SetFunction(Isolate* isolate, Local<Context> context, Local<Object> target, Local<v8::External> data,

@@ -38,7 +38,18 @@ struct AddonData {
   v8::Global<v8::FunctionTemplate> channel_template;
   v8::Global<v8::FunctionTemplate> listener_template;
   std::unordered_set<Closable*> open_handles;
+  // Handles whose uv_close has started but whose close callback has not run.
+  // The environment's teardown cannot free this object until they finish,
+  // because their callbacks still read it.
+  int closing_handles = 0;
   bool tearing_down = false;
+
+  // Called by a handle's close callback, last. Frees this object when the
+  // environment is gone and no other handle still needs it.
+  void HandleClosed() {
+    closing_handles--;
+    if (tearing_down && closing_handles == 0) delete this;
+  }
 
   static AddonData* From(const v8::FunctionCallbackInfo<v8::Value>& args) {
     return static_cast<AddonData*>(args.Data().As<v8::External>()->Value());

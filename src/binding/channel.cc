@@ -60,6 +60,7 @@ class ReadBlock final : public PayloadMemory {
   }
   uint8_t* data() { return data_; }
   bool given_away() const { return given_away_; }
+  void ReleaseArrayBuffer() { array_buffer_.Reset(); }
   const uint8_t* base() const override { return data_; }
   MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
     if (array_buffer_.IsEmpty()) {
@@ -234,9 +235,22 @@ class NativeChannel final : public Closable {
   }
 
   void CloseForTeardown() override {
-    // The environment is going away: no JavaScript may run.
+    // The environment is going away: no JavaScript may run, and the close
+    // callback may come after the isolate is gone, so every V8 handle is
+    // released now, while the isolate still exists.
     teardown_ = true;
+    ReleaseV8Handles();
     StartClose();
+  }
+
+  void ReleaseV8Handles() {
+    if (block_ != nullptr) block_->ReleaseArrayBuffer();
+    context_.Reset();
+    wrapper_.Reset();
+    on_read_.Reset();
+    on_write_.Reset();
+    on_end_.Reset();
+    on_connect_.Reset();
   }
 
  private:
@@ -306,7 +320,9 @@ class NativeChannel final : public Closable {
       if (self->reading_ && !self->connecting_) self->OnReadable(context);
       if (self->closing_) return;
       if (self->connecting_) {
-        self->FinishConnect();
+        // SO_ERROR was consumed above; a failed connect reports it here.
+        self->connecting_ = false;
+        self->End(so_error != 0 ? -so_error : -ECONNREFUSED, Local<Value>());
         return;
       }
       self->End(so_error != 0 ? -so_error : 0, Local<Value>());
@@ -478,13 +494,16 @@ class NativeChannel final : public Closable {
     if (closing_) return;
     closing_ = true;
     data_->open_handles.erase(this);
+    data_->closing_handles++;
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnClosed);
   }
 
   static void OnClosed(uv_handle_t* handle) {
     NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    AddonData* data = self->data_;
     delete self;
+    data->HandleClosed();
   }
 
   ~NativeChannel() override {
@@ -564,7 +583,11 @@ class NativeListener final : public Closable {
   }
 
   void CloseForTeardown() override {
+    // As for channels: release V8 handles while the isolate exists.
     teardown_ = true;
+    context_.Reset();
+    wrapper_.Reset();
+    on_connection_.Reset();
     StartClose();
   }
 
@@ -599,9 +622,13 @@ class NativeListener final : public Closable {
     if (closing_) return;
     closing_ = true;
     data_->open_handles.erase(this);
+    data_->closing_handles++;
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* h) {
-      delete static_cast<NativeListener*>(h->data);
+      auto* self = static_cast<NativeListener*>(h->data);
+      AddonData* data = self->data_;
+      delete self;
+      data->HandleClosed();
     });
   }
 

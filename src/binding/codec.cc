@@ -143,6 +143,15 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     return serializer_->WriteValue(context_, copy);
   }
 
+  // Node's IPC cannot share memory with another process; refuse with a code
+  // (V8's default would throw an uncoded error).
+  Maybe<uint32_t> GetSharedArrayBufferId(Isolate* isolate,
+                                         Local<v8::SharedArrayBuffer> shared_array_buffer) override {
+    ThrowCodedError(data_, context_, "ERR_PROCWIRE_UNSERIALIZABLE",
+                    "a SharedArrayBuffer cannot be sent to another process");
+    return Nothing<uint32_t>();
+  }
+
   void* ReallocateBufferMemory(void* old_buffer, size_t size, size_t* actual_size) override {
     void* p = std::realloc(old_buffer, size);
     *actual_size = p ? size : 0;
@@ -298,7 +307,33 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
                 EncodedFrame* out) {
   Isolate* isolate = data->isolate;
   Local<String> text;
-  if (!v8::JSON::Stringify(context, value).ToLocal(&text)) return false;
+  {
+    // JSON.stringify's own TypeErrors (BigInt, cycles) become coded errors,
+    // with the original as `cause`; a throwing toJSON() stays the user's.
+    TryCatch try_catch(isolate);
+    if (!v8::JSON::Stringify(context, value).ToLocal(&text)) {
+      if (try_catch.HasTerminated() || !try_catch.HasCaught()) {
+        try_catch.ReThrow();
+        return false;
+      }
+      Local<Value> cause = try_catch.Exception();
+      if (!cause->IsNativeError() || !cause.As<Object>()->GetConstructorName()->StringEquals(OneByteString(isolate, "TypeError"))) {
+        try_catch.ReThrow();
+        return false;
+      }
+      try_catch.Reset();
+      Local<Value> err;
+      String::Utf8Value text_of_cause(isolate, cause);
+      if (MakeCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE",
+                         *text_of_cause ? *text_of_cause : "value cannot be serialized as JSON", cause)
+              .ToLocal(&err)) {
+        isolate->ThrowException(err);
+      }
+      // ThrowException inside the TryCatch scope would be swallowed.
+      try_catch.ReThrow();
+      return false;
+    }
+  }
   String::Utf8Value utf8(isolate, text);
   if (*utf8 == nullptr) {
     ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "value could not be serialized as JSON");

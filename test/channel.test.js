@@ -1,0 +1,304 @@
+'use strict';
+// Channel behaviour beyond the conformance suite: API contracts, lifecycle,
+// worker_threads, named-channel security, limits and hostile input.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { once } = require('events');
+const procwire = require('..');
+
+if (process.argv[2] === 'child') {
+  // Roles this file plays in child processes.
+  const role = process.argv[3];
+  if (role === 'idle-unref') {
+    // An idle, unref'd channel must not keep the process alive.
+    const server = procwire.listen(process.argv[4]);
+    server.unref();
+    procwire.connect(process.argv[4]).then((ch) => { ch.unref(); });
+  } else if (role === 'raw-writer') {
+    // Writes the hex bytes given on the command line to the named channel,
+    // then waits to be told to exit.
+    const net = require('net');
+    const s = net.connect(process.argv[4], () => s.write(Buffer.from(process.argv[5], 'hex')));
+    s.on('error', () => {});
+    s.on('close', () => process.exit(0));
+    setTimeout(() => process.exit(0), 10_000).unref();
+  }
+  return;
+}
+
+function uniqueName() {
+  return `c-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+}
+
+async function pair(options = {}) {
+  const name = uniqueName();
+  const server = procwire.listen(name, options);
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const client = await procwire.connect(name, options);
+  const [serverSide] = await accepted;
+  return {
+    server, client, serverSide, name,
+    close() { client.destroy(); serverSide.destroy(); server.close(); },
+  };
+}
+
+test('send() validates the top-level message as Node does, with coded errors', async () => {
+  const p = await pair();
+  try {
+    assert.throws(() => p.client.send(undefined), { code: 'ERR_PROCWIRE_INVALID_MESSAGE' });
+    assert.throws(() => p.client.send(Symbol('x')), { code: 'ERR_PROCWIRE_INVALID_MESSAGE' });
+    assert.throws(() => p.client.send(10n), { code: 'ERR_PROCWIRE_INVALID_MESSAGE' });
+    assert.throws(() => p.client.send(() => 1), { code: 'ERR_PROCWIRE_INVALID_MESSAGE' });
+    assert.throws(() => p.client.send({ f() {} }), { code: 'ERR_PROCWIRE_UNSERIALIZABLE' });
+    // Nothing was queued by the refused sends: the next message is the first.
+    p.client.send({ first: true });
+    const [m] = await once(p.serverSide, 'message');
+    assert.deepStrictEqual(m, { first: true });
+  } finally {
+    p.close();
+  }
+});
+
+test('send callbacks run after the write, never inside send()', async () => {
+  const p = await pair();
+  try {
+    let called = false;
+    const done = new Promise((resolve) => p.client.send({ x: 1 }, (err) => { called = true; resolve(err); }));
+    assert.strictEqual(called, false, 'callback must not run synchronously');
+    assert.strictEqual(await done, null);
+  } finally {
+    p.close();
+  }
+});
+
+test('messages that arrive before a listener is attached are kept, in order', async () => {
+  const p = await pair();
+  try {
+    for (let i = 0; i < 100; i++) p.client.send(i);
+    await new Promise((r) => setTimeout(r, 100));
+    const got = [];
+    await new Promise((resolve) => p.serverSide.on('message', (m) => { got.push(m); if (got.length === 100) resolve(); }));
+    assert.deepStrictEqual(got, Array.from({ length: 100 }, (_, i) => i));
+  } finally {
+    p.close();
+  }
+});
+
+test('stats() counts messages and bytes and keeps a log-spaced size histogram', async () => {
+  const p = await pair();
+  try {
+    p.client.send('x'.repeat(10));
+    p.client.send('y'.repeat(5000));
+    await new Promise((resolve) => { let n = 0; p.serverSide.on('message', () => { if (++n === 2) resolve(); }); });
+    const s = p.client.stats();
+    assert.strictEqual(s.messagesOut, 2);
+    assert.ok(s.bytesOut > 5000);
+    const r = p.serverSide.stats();
+    assert.strictEqual(r.messagesIn, 2);
+    assert.strictEqual(r.bytesIn, s.bytesOut);
+    const total = r.histogram.in.reduce((a, b) => a + b.count, 0);
+    assert.strictEqual(total, 2);
+    assert.strictEqual(r.histogram.in.length, 2, 'two different size buckets');
+    for (const b of r.histogram.in) assert.ok(b.min <= b.max);
+  } finally {
+    p.close();
+  }
+});
+
+test('named channels live in a private directory; sockets are 0600', async () => {
+  const p = await pair();
+  try {
+    const file = p.server.address().path;
+    const dirStat = fs.statSync(path.dirname(file));
+    assert.strictEqual(dirStat.mode & 0o777, 0o700);
+    assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600);
+    assert.strictEqual(p.serverSide.peer.uid, process.getuid(), 'SO_PEERCRED identifies the peer');
+    assert.strictEqual(p.serverSide.peer.pid, process.pid);
+  } finally {
+    p.close();
+  }
+  // close() removes the socket file.
+  assert.strictEqual(fs.existsSync(path.join(procwire.Server.prototype && require('../lib/net').channelDirectory(), `${p.name}.sock`)), false);
+});
+
+test('a peer whose uid is not allowed is rejected, and the server keeps serving', async () => {
+  const name = uniqueName();
+  const server = procwire.listen(name, { allowUids: [process.getuid() + 12345] });
+  await server.ready;
+  try {
+    const rejected = once(server, 'reject');
+    const client = await procwire.connect(name);
+    const [err] = await rejected;
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_PEER_REJECTED');
+    const [reason] = await once(client, 'close');
+    assert.ok(['peer-closed', 'peer-reset'].includes(reason));
+  } finally {
+    server.close();
+  }
+});
+
+test('connect to a missing name fails with a coded error', async () => {
+  await assert.rejects(procwire.connect(uniqueName()), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+  await assert.rejects(procwire.connect({ port: 1, host: '127.0.0.1' }), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+});
+
+test('a stale socket file is replaced; a live one is not', async () => {
+  const name = uniqueName();
+  const first = procwire.listen(name);
+  await first.ready;
+  assert.throws(() => procwire.listen(name), { code: 'ERR_PROCWIRE_LISTEN_FAILED' });
+  const file = first.address().path;
+  // Simulate a crashed server: close the listener but leave its file.
+  first._listener.close();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok(fs.existsSync(file));
+  const second = procwire.listen(name);
+  await second.ready;
+  second.close();
+});
+
+test('abstract-namespace channels work', async () => {
+  const name = uniqueName();
+  const server = procwire.listen({ name, abstract: true });
+  await server.ready;
+  try {
+    const accepted = once(server, 'channel');
+    const client = await procwire.connect({ name, abstract: true });
+    const [s] = await accepted;
+    client.send({ hi: 1 });
+    const [m] = await once(s, 'message');
+    assert.deepStrictEqual(m, { hi: 1 });
+    client.destroy();
+    s.destroy();
+  } finally {
+    server.close();
+  }
+});
+
+test('a process whose only handle is an idle unref\'d channel exits', { timeout: 20_000 }, async () => {
+  const child = childProcess.spawn(process.execPath, [__filename, 'child', 'idle-unref', uniqueName()], { stdio: 'inherit' });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const [code, signal] = await once(child, 'exit');
+  clearTimeout(timer);
+  assert.strictEqual(signal, null, 'the child had to be killed: the channel kept it alive');
+  assert.strictEqual(code, 0);
+});
+
+test('channels work inside worker_threads, many per process', { timeout: 30_000 }, async () => {
+  const { Worker } = require('worker_threads');
+  const name = uniqueName();
+  const server = procwire.listen(name);
+  await server.ready;
+  server.on('channel', (ch) => ch.on('message', (m) => ch.send({ echo: m })));
+  const code = `
+    const { parentPort, workerData } = require('worker_threads');
+    const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
+    (async () => {
+      const channels = await Promise.all(Array.from({ length: 8 }, () => procwire.connect(workerData)));
+      const replies = await Promise.all(channels.map((ch, i) => new Promise((resolve) => {
+        ch.once('message', resolve);
+        ch.send(i);
+      })));
+      for (const ch of channels) ch.close();
+      parentPort.postMessage(replies);
+    })();
+  `;
+  try {
+    const workers = [0, 1].map(() => new Worker(code, { eval: true, workerData: name }));
+    // Listen for both events up front: a worker may exit right after posting.
+    const exits = workers.map((w) => once(w, 'exit'));
+    const results = await Promise.all(workers.map((w) => once(w, 'message')));
+    for (const [replies] of results) assert.deepStrictEqual(replies, Array.from({ length: 8 }, (_, i) => ({ echo: i })));
+    await Promise.all(exits);
+  } finally {
+    server.close();
+  }
+});
+
+test('a worker exiting with channels open tears them down cleanly', { timeout: 30_000 }, async () => {
+  const { Worker } = require('worker_threads');
+  const name = uniqueName();
+  const server = procwire.listen(name);
+  await server.ready;
+  const closed = [];
+  server.on('channel', (ch) => ch.on('close', (reason) => closed.push(reason)));
+  const code = `
+    const { workerData } = require('worker_threads');
+    const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
+    procwire.connect(workerData).then((ch) => { ch.send('x'); setTimeout(() => process.exit(0), 50); });
+  `;
+  try {
+    const w = new Worker(code, { eval: true, workerData: name });
+    await once(w, 'exit');
+    assert.ok(true);
+    for (let i = 0; i < 50 && closed.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepStrictEqual(closed, ['peer-closed']);
+  } finally {
+    server.close();
+  }
+});
+
+// Hostile length headers: each closes only the channel that sent it (or waits
+// for more bytes, bounded by maxMessageSize), never crashes, and the server
+// keeps serving others.
+for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff']) {
+  test(`hostile header 0x${header}: coded error or bounded wait; other channels go on`, { timeout: 20_000 }, async () => {
+    const name = uniqueName();
+    const server = procwire.listen(name, { maxMessageSize: 1 << 20 });
+    await server.ready;
+    const events = [];
+    server.on('channel', (ch) => {
+      ch.on('error', (err) => events.push(err.code));
+      ch.on('messageerror', (err) => events.push(err.code));
+      ch.on('close', (reason, err) => events.push(`close:${reason}:${err ? err.code : ''}`));
+      ch.on('message', (m) => ch.send(m));
+    });
+    const writer = childProcess.spawn(process.execPath, [__filename, 'child', 'raw-writer', server.address().path, `${header}deadbeef`], { stdio: 'inherit' });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      if (header === '00000001') {
+        // A 1-byte payload 0xde is not a valid V8 payload: reported, skipped;
+        // then 'adbeef' waits as a partial header+frame.
+        assert.ok(events.includes('ERR_PROCWIRE_DECODE'), JSON.stringify(events));
+      } else {
+        assert.ok(events.includes('close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE'), JSON.stringify(events));
+      }
+      // The server is unharmed.
+      const client = await procwire.connect(name);
+      client.send({ still: 'serving' });
+      const [m] = await once(client, 'message');
+      assert.deepStrictEqual(m, { still: 'serving' });
+      client.destroy();
+    } finally {
+      writer.kill('SIGKILL');
+      server.close();
+    }
+  });
+}
+
+test('the parent channel of a procwire child is null when not started by procwire', () => {
+  assert.strictEqual(procwire.parent, null);
+});
+
+test('fork() accepts a URL and json mode with a plain child', { timeout: 20_000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pw-'));
+  const file = path.join(dir, 'echo.js');
+  fs.writeFileSync(file, "process.on('message', (m) => { process.send(m); process.disconnect(); });");
+  try {
+    const child = procwire.fork(new URL(`file://${file}`), { serialization: 'json' });
+    child.send({ a: [1, 'b'] });
+    const [m] = await once(child, 'message');
+    assert.deepStrictEqual(m, { a: [1, 'b'] });
+    await once(child, 'exit');
+    assert.strictEqual(child.connected, false);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
