@@ -113,7 +113,7 @@ async function plan({ quick, repeats, log, tmp }) {
   };
 }
 
-module.exports = { name: 'latency', plan, runDriver };
+module.exports = { name: 'latency', inProcess: false, plan, runDriver };
 
 if (require.main === module) {
   if (process.argv[2] === '--driver') harness.driverMain(runDriver);

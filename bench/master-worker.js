@@ -111,7 +111,7 @@ async function plan({ quick, repeats, log, args = {} }) {
   };
 }
 
-module.exports = { name: 'master-worker', plan, runDriver };
+module.exports = { name: 'master-worker', inProcess: false, plan, runDriver };
 
 if (require.main === module) {
   if (process.argv[2] === '--driver') harness.driverMain(runDriver);

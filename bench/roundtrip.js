@@ -140,7 +140,7 @@ async function plan({ quick, repeats, log, tmp }) {
   };
 }
 
-module.exports = { name: 'roundtrip', plan, runDriver };
+module.exports = { name: 'roundtrip', inProcess: false, plan, runDriver };
 
 if (require.main === module) {
   if (process.argv[2] === '--driver') harness.driverMain(runDriver);

@@ -125,7 +125,8 @@ function usage() {
 function standalone(name) {
   const args = harness.parseArgs(process.argv.slice(2));
   const report = require('../report');
-  runBench({ quick: Boolean(args.quick), suites: [name], repeats: args.repeats ? Number(args.repeats) : undefined, args })
+  // Deferred: the suite file that called us must finish loading first.
+  setImmediate(() => runBench({ quick: Boolean(args.quick), suites: [name], repeats: args.repeats ? Number(args.repeats) : undefined, args })
     .then((results) => {
       process.stdout.write(`${report.suiteMarkdown(results.suites[name])}\n`);
       if (typeof args.out === 'string') {
@@ -136,7 +137,7 @@ function standalone(name) {
     }, (err) => {
       process.stderr.write(`${err.stack || err}\n`);
       process.exit(1);
-    });
+    }));
 }
 
 module.exports = { runBench, benchCommand, standalone, usage, SUITES };

@@ -1,0 +1,210 @@
+// Type definitions for procwire. Kept in step with lib/ (the error codes with
+// lib/errors.js).
+
+import { EventEmitter } from 'node:events';
+import { ChildProcess, ForkOptions } from 'node:child_process';
+
+export type Serialization = 'advanced' | 'json';
+
+/** Every stable error code procwire raises (one class each, see `errors`). */
+export type ErrorCode =
+  | 'ERR_PROCWIRE_INVALID_ARG'
+  | 'ERR_PROCWIRE_INVALID_MESSAGE'
+  | 'ERR_PROCWIRE_UNSERIALIZABLE'
+  | 'ERR_PROCWIRE_DECODE'
+  | 'ERR_PROCWIRE_BAD_HOST_TAG'
+  | 'ERR_PROCWIRE_BAD_VIEW_TYPE'
+  | 'ERR_PROCWIRE_BAD_VIEW_LENGTH'
+  | 'ERR_PROCWIRE_MESSAGE_TOO_LARGE'
+  | 'ERR_PROCWIRE_CHANNEL_CLOSED'
+  | 'ERR_PROCWIRE_SOCKET'
+  | 'ERR_PROCWIRE_CONNECT_FAILED'
+  | 'ERR_PROCWIRE_LISTEN_FAILED'
+  | 'ERR_PROCWIRE_INSECURE_PATH'
+  | 'ERR_PROCWIRE_REQUEST_TIMEOUT'
+  | 'ERR_PROCWIRE_REQUEST_ABORTED'
+  | 'ERR_PROCWIRE_REMOTE_ERROR'
+  | 'ERR_PROCWIRE_NO_RESPONDER'
+  | 'ERR_PROCWIRE_HANDLE_UNSUPPORTED'
+  | 'ERR_PROCWIRE_PEER_REJECTED'
+  | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE';
+
+export interface ProcwireError extends Error {
+  readonly code: ErrorCode;
+  /** For ERR_PROCWIRE_SOCKET / CONNECT_FAILED / LISTEN_FAILED. */
+  errno?: number;
+  syscall?: string;
+  syscallCode?: string;
+  /** For ERR_PROCWIRE_CHANNEL_CLOSED: why the channel closed. */
+  reason?: CloseReason;
+  /** For ERR_PROCWIRE_REMOTE_ERROR: what the peer's responder threw. */
+  remote?: { name: string; message: string; code?: string; stack?: string };
+  /** For errors thrown by Framer.push without onError: the chunk's good messages. */
+  messages?: unknown[];
+}
+
+type ErrorClass<C extends ErrorCode> = {
+  new (message?: string, options?: { cause?: unknown }): ProcwireError & { readonly code: C };
+  readonly code: C;
+  readonly description: string;
+};
+
+export declare const errors: {
+  InvalidArgumentError: ErrorClass<'ERR_PROCWIRE_INVALID_ARG'>;
+  InvalidMessageError: ErrorClass<'ERR_PROCWIRE_INVALID_MESSAGE'>;
+  UnserializableError: ErrorClass<'ERR_PROCWIRE_UNSERIALIZABLE'>;
+  DecodeError: ErrorClass<'ERR_PROCWIRE_DECODE'>;
+  BadHostTagError: ErrorClass<'ERR_PROCWIRE_BAD_HOST_TAG'>;
+  BadViewTypeError: ErrorClass<'ERR_PROCWIRE_BAD_VIEW_TYPE'>;
+  BadViewLengthError: ErrorClass<'ERR_PROCWIRE_BAD_VIEW_LENGTH'>;
+  MessageTooLargeError: ErrorClass<'ERR_PROCWIRE_MESSAGE_TOO_LARGE'>;
+  ChannelClosedError: ErrorClass<'ERR_PROCWIRE_CHANNEL_CLOSED'>;
+  SocketError: ErrorClass<'ERR_PROCWIRE_SOCKET'>;
+  ConnectError: ErrorClass<'ERR_PROCWIRE_CONNECT_FAILED'>;
+  ListenError: ErrorClass<'ERR_PROCWIRE_LISTEN_FAILED'>;
+  InsecurePathError: ErrorClass<'ERR_PROCWIRE_INSECURE_PATH'>;
+  RequestTimeoutError: ErrorClass<'ERR_PROCWIRE_REQUEST_TIMEOUT'>;
+  RequestAbortedError: ErrorClass<'ERR_PROCWIRE_REQUEST_ABORTED'>;
+  RemoteError: ErrorClass<'ERR_PROCWIRE_REMOTE_ERROR'>;
+  NoResponderError: ErrorClass<'ERR_PROCWIRE_NO_RESPONDER'>;
+  HandleUnsupportedError: ErrorClass<'ERR_PROCWIRE_HANDLE_UNSUPPORTED'>;
+  PeerRejectedError: ErrorClass<'ERR_PROCWIRE_PEER_REJECTED'>;
+  NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
+  ProcwireError: new (...args: any[]) => Error;
+};
+export declare const codes: ErrorCode[];
+
+export interface Codec {
+  readonly name: Serialization;
+  /** One whole frame: advanced = u32 BE length + V8 payload; json = JSON + '\n'. */
+  encode(value: unknown): Buffer;
+  /** One payload (no length header, no '\n'). */
+  decode(payload: ArrayBufferView): any;
+}
+export declare const codec: { readonly advanced: Codec; readonly json: Codec };
+
+export interface FramerOptions {
+  serialization?: Serialization;
+  /** Default 256 MiB; at most 0xffffffff. */
+  maxMessageSize?: number;
+  /** Receives each frame that failed to decode, and the fatal framing error. */
+  onError?: (err: ProcwireError) => void;
+}
+export declare class Framer {
+  constructor(options?: FramerOptions);
+  readonly serialization: Serialization;
+  readonly maxMessageSize: number;
+  /** Every complete message of this chunk, decoded. */
+  push(chunk: ArrayBufferView): any[];
+  /** Bytes held for a frame that spans chunks. */
+  readonly buffering: number;
+}
+
+export type CloseReason = 'local' | 'destroyed' | 'peer-closed' | 'peer-reset' | 'framing-error' | 'error';
+
+export interface SizeBucket { min: number; max: number; count: number }
+export interface ChannelStats {
+  messagesIn: number;
+  messagesOut: number;
+  bytesIn: number;
+  bytesOut: number;
+  queuedBytes: number;
+  writeCalls: number;
+  readCalls: number;
+  decodeErrors: number;
+  bufferedBytes: number;
+  pendingRequests: number;
+  histogram: { in: SizeBucket[]; out: SizeBucket[] };
+}
+
+export interface ChannelOptions {
+  serialization?: Serialization;
+  maxMessageSize?: number;
+  /** send() returns false at or above this many queued bytes. Default 1 MiB. */
+  highWaterMark?: number;
+}
+
+export interface RequestOptions {
+  timeout?: number;
+  signal?: AbortSignal;
+}
+
+export declare class Channel extends EventEmitter {
+  readonly serialization: Serialization;
+  readonly maxMessageSize: number;
+  readonly highWaterMark: number;
+  readonly transport: 'fork' | 'unix' | 'tcp' | 'socket';
+  /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
+  readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
+  readonly connected: boolean;
+  readonly closed: boolean;
+  readonly writableLength: number;
+  readonly writableNeedDrain: boolean;
+  send(message: unknown, callback?: (err: Error | null) => void): boolean;
+  send(message: unknown, handle: null | undefined, callback?: (err: Error | null) => void): boolean;
+  send(message: unknown, handle: null | undefined, options: object | undefined, callback?: (err: Error | null) => void): boolean;
+  request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
+  respond(handler: ((value: any, channel: Channel) => unknown) | null): this;
+  close(): void;
+  destroy(err?: Error): void;
+  disconnect(): void;
+  ref(): this;
+  unref(): this;
+  pause(): this;
+  resume(): this;
+  stats(): ChannelStats | null;
+
+  on(event: 'message', listener: (message: any) => void): this;
+  on(event: 'messageerror', listener: (err: ProcwireError) => void): this;
+  on(event: 'internalMessage', listener: (message: any) => void): this;
+  on(event: 'drain' | 'connect' | 'disconnect', listener: () => void): this;
+  on(event: 'close', listener: (reason: CloseReason, err?: ProcwireError) => void): this;
+  on(event: 'error', listener: (err: ProcwireError) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+export interface ProcwireForkOptions extends ForkOptions, ChannelOptions {
+  /** 'node' (default): plain Node child using process.send; 'procwire': child uses require('procwire').parent. */
+  child?: 'node' | 'procwire';
+}
+
+export interface ProcwireChildProcess extends ChildProcess {
+  channel: Channel;
+  request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
+  respond(handler: ((value: any, channel: Channel) => unknown) | null): Channel;
+}
+
+export declare function fork(modulePath: string | URL, args?: readonly string[], options?: ProcwireForkOptions): ProcwireChildProcess;
+export declare function fork(modulePath: string | URL, options?: ProcwireForkOptions): ProcwireChildProcess;
+
+/** A name (private dir), a socket path, { path }, { name, abstract: true }, or { port, host }. */
+export type Address = string | { path: string } | { name: string; abstract?: boolean } | { port: number; host?: string };
+
+export interface ListenOptions extends ChannelOptions {
+  backlog?: number;
+  /** Unix sockets: peer uids allowed (SO_PEERCRED). Default: this process's uid only. '*' allows all. */
+  allowUids?: number[] | '*';
+}
+
+export declare class Server extends EventEmitter {
+  readonly channels: Set<Channel>;
+  readonly ready: Promise<Server>;
+  address(): { path: string; abstract: boolean } | { host: string; port: number };
+  close(callback?: () => void): this;
+  ref(): this;
+  unref(): this;
+  on(event: 'channel', listener: (channel: Channel) => void): this;
+  on(event: 'reject', listener: (err: ProcwireError) => void): this;
+  on(event: 'listening' | 'close', listener: () => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+export declare function listen(address: Address, onChannel?: (channel: Channel) => void): Server;
+export declare function listen(address: Address, options: ListenOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function connect(address: Address, options?: ChannelOptions): Promise<Channel>;
+
+/** The child's end of a fork(..., { child: 'procwire' }) channel, or null. */
+export declare const parent: Channel | null;
+/** true when the native addon is in use. */
+export declare const native: boolean;
