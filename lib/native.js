@@ -17,7 +17,12 @@ function load() {
     try {
       return require(file);
     } catch (err) {
-      lastError = err;
+      // An addon named explicitly must load; its error is the one to show.
+      if (file === process.env.PROCWIRE_ADDON) {
+        throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
+          `PROCWIRE_ADDON=${file} could not be loaded: ${err.message}`, err);
+      }
+      lastError = lastError || err;
     }
   }
   throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',

@@ -262,7 +262,9 @@ for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff'
     });
     const writer = childProcess.spawn(process.execPath, [__filename, 'child', 'raw-writer', server.address().path, `${header}deadbeef`], { stdio: 'inherit' });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      // Wait (bounded) for the server to react to the hostile bytes.
+      const expected = header === '00000001' ? 'ERR_PROCWIRE_DECODE' : 'close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE';
+      for (let i = 0; i < 250 && !events.includes(expected); i++) await new Promise((r) => setTimeout(r, 20));
       if (header === '00000001') {
         // A 1-byte payload 0xde is not a valid V8 payload: reported, skipped;
         // then 'adbeef' waits as a partial header+frame.

@@ -12,6 +12,33 @@ function procwireVersion() {
   try { return require(path.join(harness.ROOT, 'package.json')).version; } catch { return '?'; }
 }
 
+// Every run of one bench uses the same addon binary: a copy of the built
+// one, taken at the start (a rebuild during the run cannot mix binaries or
+// leave a run without one). Drivers and their children inherit
+// PROCWIRE_ADDON, which lib/native.js loads first. A user's own
+// PROCWIRE_ADDON is left alone.
+async function pinAddon(tmp, log) {
+  if (process.env.PROCWIRE_ADDON) return;
+  const fs = require('fs');
+  const built = path.join(harness.ROOT, 'build', 'Release', 'procwire.node');
+  const copy = path.join(tmp, 'procwire.node');
+  // A build that is being replaced right now gets a few seconds to finish.
+  for (let attempt = 0; attempt < 10; attempt++) {
+    try {
+      fs.copyFileSync(built, copy);
+      require(copy);
+      process.env.PROCWIRE_ADDON = copy;
+      return;
+    } catch (err) {
+      if (attempt === 9 || (err.code === 'ENOENT' && !fs.existsSync(path.dirname(built)))) {
+        log(`note: procwire's addon is not pinned (${String(err.message).split('\n')[0]}); procwire rows may fail`);
+        return;
+      }
+      await harness.sleep(3000);
+    }
+  }
+}
+
 // options: { quick, suites: [names], out (dir or null), repeats, args, print }
 async function runBench(options) {
   const quick = Boolean(options.quick);
@@ -41,6 +68,7 @@ async function runBench(options) {
   };
   const prepared = [];
   try {
+    await pinAddon(tmp, log);
     for (const name of names) {
       const mod = require(path.join(__dirname, '..', name));
       if (mod.inProcess) {
