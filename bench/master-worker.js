@@ -21,7 +21,7 @@ const PEERS = [
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'node-json', 'node-advanced', 'node26-advanced']);
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'procwire-plain-json', 'node-json', 'node-advanced', 'node26-advanced']);
 
 async function measure(workers, c, len, warmMs, windowMs) {
   let pairs = 0;

@@ -116,6 +116,19 @@ function suiteMarkdown(suite) {
         }).join(' | ')} |`);
       }
       lines.push('');
+      // Same wire format on both sides of the comparison (a plain child
+      // does Node's own decoding, so this is the like-for-like view).
+      const sameMode = procwirePeers.map((p) => [p, p.id.endsWith('-json') ? 'node-json' : 'node-advanced'])
+        .filter(([, b]) => builtins.includes(b));
+      if (sameMode.length > 0 && builtins.length > 1) {
+        lines.push('**procwire modes compared with Node built-in IPC in the same serialization mode**', '');
+        lines.push(head.replace(`${suite.xLabel} →`, 'procwire ÷ same-mode built-in'), rule);
+        for (const [p, b] of sameMode) {
+          lines.push(`| ${mdEscape(p.label)} ÷ ${mdEscape(peerLabel(suite, b))} | ${suite.xs.map((x) => fmtRatio(advantage(
+            value(suite, p.id, x, primary.id), value(suite, b, x, primary.id), primary))).join(' | ')} |`);
+        }
+        lines.push('');
+      }
     }
   }
   const skipped = suite.peers.filter((p) => p.status !== 'ok' || !(suite.data && suite.data[p.id]));
@@ -203,9 +216,9 @@ function logTicks(min, max) {
 }
 
 function toSvg(suite) {
-  const W = 900;
+  const W = 980;
   const H = 480;
-  const legendW = 290;
+  const legendW = 350;
   const m = { top: 48, right: legendW + 20, bottom: 56, left: 74 };
   const pw = W - m.left - m.right;
   const ph = H - m.top - m.bottom;
@@ -269,7 +282,8 @@ function toSvg(suite) {
       }
     });
     out.push(`<line x1="${legendX}" x2="${legendX + 22}" y1="${legendY}" y2="${legendY}" stroke="${color}" stroke-width="${bold ? 3 : 2}"/>`);
-    out.push(`<text x="${legendX + 28}" y="${legendY + 4}"${bold ? ' font-weight="bold"' : ''}>${xmlEscape(p.label)}</text>`);
+    const text = p.label.length > 50 ? `${p.label.slice(0, 49)}…` : p.label;
+    out.push(`<text x="${legendX + 28}" y="${legendY + 4}" font-size="11"${bold ? ' font-weight="bold"' : ''}>${xmlEscape(text)}</text>`);
     legendY += 18;
   });
   if (metrics.length > 1) {

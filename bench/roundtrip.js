@@ -29,7 +29,7 @@ const PEERS = [
   { id: 'redis', label: 'Redis pub/sub (unix socket)' },
   { id: 'zeromq', label: 'ZeroMQ PAIR (ipc)' },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-unix',
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
   'procwire-tcp', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------

@@ -42,6 +42,12 @@ const CODES = {
     'Passing a handle (socket, server) with a message is not supported by procwire yet.'],
   ERR_PROCWIRE_PEER_REJECTED: ['PeerRejectedError', Error,
     'The peer\'s credentials (uid) are not allowed on this server.'],
+  ERR_PROCWIRE_AUTH_FAILED: ['AuthFailedError', Error,
+    'Authentication failed: the peer does not know the shared secret, broke the handshake, closed the channel before it completed, or a key file is unsafe or unreadable.'],
+  ERR_PROCWIRE_HELLO_TIMEOUT: ['HelloTimeoutError', Error,
+    'The peer did not complete the authentication handshake within the timeout.'],
+  ERR_PROCWIRE_AUTH_REQUIRED: ['AuthRequiredError', Error,
+    'Authentication is required but no secret is configured, or the peer sent messages before authenticating.'],
   ERR_PROCWIRE_NATIVE_UNAVAILABLE: ['NativeUnavailableError', Error,
     'The native addon could not be loaded.'],
 };

@@ -11,7 +11,29 @@ const net = require('net');
 const { binding } = require('./native');
 const { Channel } = require('./channel');
 const { makeError, systemError } = require('./errors');
-const { invalidArg, validateObject } = require('./validate');
+const { invalidArg, validateObject, validateSize } = require('./validate');
+const auth = require('./auth');
+
+const DEFAULT_HELLO_TIMEOUT = 5000;
+
+// Which secret a listener or connector uses, or null for none:
+//   options.auth === false        no handshake (explicitly insecure);
+//   options.secret / PROCWIRE_SECRET  that secret;
+//   a unix path (not abstract)    the 0600 key file beside the socket, which
+//                                 only the same user can read (servers make it);
+//   otherwise (TCP, abstract)     ERR_PROCWIRE_AUTH_REQUIRED.
+function secretFor(address, options, role) {
+  if (options.auth === false) return null;
+  const explicit = auth.resolveSecret(options, address.kind);
+  if (explicit) return explicit;
+  if (address.kind === 'unix' && !address.abstract) {
+    // Servers make the file after binding; clients read it once connected,
+    // so a missing server is reported as a failed connect.
+    return role === 'server' ? null : 'keyfile';
+  }
+  throw makeError('ERR_PROCWIRE_AUTH_REQUIRED',
+    `${address.kind === 'tcp' ? 'TCP' : 'abstract'} channels need a secret: pass { secret } (or set PROCWIRE_SECRET), or { auth: false } to accept anyone who can connect`);
+}
 
 // The private directory for named channels: <runtime dir>/procwire-<uid>,
 // mode 0700, owned by us. Refuses one that another user could enter.
@@ -82,6 +104,9 @@ class Server extends EventEmitter {
     this._listener = null;
     this._closed = false;
     this._boundPort = null;
+    this._secret = secretFor(address, options, 'server');
+    this._keyFile = null;
+    this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
     this.channels = new Set();
     const uid = process.getuid();
     this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
@@ -110,6 +135,19 @@ class Server extends EventEmitter {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
       if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
+      if (!a.abstract && this._options.auth !== false && this._secret === null) {
+        // The key file lives beside the socket with the same 0600 rights; a
+        // leftover one from a dead server is replaced with a fresh secret.
+        try {
+          auth.removeSecretFile(a.path);
+          this._secret = Buffer.from(auth.createSecretFile(a.path));
+          this._keyFile = auth.secretFileFor(a.path);
+        } catch (err) {
+          binding.closeFd(fd);
+          try { fs.unlinkSync(a.path); } catch { /* gone */ }
+          throw makeError('ERR_PROCWIRE_LISTEN_FAILED', `cannot create key file: ${err.message}`, err);
+        }
+      }
     }
     this._listener = new binding.NativeListener(fd, (fds, error) => this._onConnections(fds, error));
   }
@@ -154,10 +192,30 @@ class Server extends EventEmitter {
         }
       }
       const channel = new Channel(fd, { ...channelOptions(this._options), transport: this._address.kind, peer });
-      this.channels.add(channel);
-      channel.once('close', () => this.channels.delete(channel));
-      this.emit('channel', channel);
+      if (this._secret === null) {
+        this._accept(channel);
+        continue;
+      }
+      // Nothing the peer sends is delivered, and the user never sees the
+      // channel, until the peer proves it knows the secret.
+      const quiet = () => {};
+      channel.on('error', quiet);
+      auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
+        () => {
+          channel.off('error', quiet);
+          if (this._closed) channel.destroy(); else this._accept(channel);
+        },
+        (err) => {
+          channel.destroy();
+          this.emit('reject', err);
+        });
     }
+  }
+
+  _accept(channel) {
+    this.channels.add(channel);
+    channel.once('close', () => this.channels.delete(channel));
+    this.emit('channel', channel);
   }
 
   // Stops accepting; open channels stay open. Removes the socket file.
@@ -171,6 +229,7 @@ class Server extends EventEmitter {
     if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
       try { fs.unlinkSync(this._address.path); } catch { /* already gone */ }
     }
+    if (this._keyFile) auth.removeSecretFile(this._address.path);
     process.nextTick(() => {
       this.emit('close');
       if (callback) callback();
@@ -220,6 +279,8 @@ function listen(target, options, onChannel) {
 async function connect(target, options) {
   options = validateObject(options, 'options');
   const address = resolveAddress(target);
+  const secret = secretFor(address, options, 'client');
+  const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
   let r;
   let where;
   if (address.kind === 'tcp') {
@@ -241,6 +302,19 @@ async function connect(target, options) {
       channel.once('connect', () => { channel.off('close', onClose); resolve(); });
       channel.once('close', onClose);
     });
+  }
+  if (secret !== null) {
+    const quiet = () => {};
+    channel.on('error', quiet);
+    try {
+      const key = secret === 'keyfile' ? Buffer.from(auth.readSecretFile(address.path)) : secret;
+      await auth.authenticate(channel, { secret: key, role: 'client', timeout: helloTimeout });
+    } catch (err) {
+      channel.destroy();
+      throw err;
+    } finally {
+      channel.off('error', quiet);
+    }
   }
   return channel;
 }

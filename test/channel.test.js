@@ -19,6 +19,7 @@ if (process.argv[2] === 'child') {
     // An idle, unref'd channel must not keep the process alive.
     const server = procwire.listen(process.argv[4]);
     server.unref();
+    server.on('channel', (ch) => ch.unref());
     procwire.connect(process.argv[4]).then((ch) => { ch.unref(); });
   } else if (role === 'raw-writer') {
     // Writes the hex bytes given on the command line to the named channel,
@@ -92,7 +93,8 @@ test('messages that arrive before a listener is attached are kept, in order', as
 });
 
 test('stats() counts messages and bytes and keeps a log-spaced size histogram', async () => {
-  const p = await pair();
+  // Without the handshake, so the counts are exactly the user's messages.
+  const p = await pair({ auth: false });
   try {
     p.client.send('x'.repeat(10));
     p.client.send('y'.repeat(5000));
@@ -134,11 +136,10 @@ test('a peer whose uid is not allowed is rejected, and the server keeps serving'
   await server.ready;
   try {
     const rejected = once(server, 'reject');
-    const client = await procwire.connect(name);
+    // The server closes the connection before any handshake.
+    await assert.rejects(procwire.connect(name), { code: 'ERR_PROCWIRE_AUTH_FAILED' });
     const [err] = await rejected;
     assert.strictEqual(err.code, 'ERR_PROCWIRE_PEER_REJECTED');
-    const [reason] = await once(client, 'close');
-    assert.ok(['peer-closed', 'peer-reset'].includes(reason));
   } finally {
     server.close();
   }
@@ -146,7 +147,7 @@ test('a peer whose uid is not allowed is rejected, and the server keeps serving'
 
 test('connect to a missing name fails with a coded error', async () => {
   await assert.rejects(procwire.connect(uniqueName()), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
-  await assert.rejects(procwire.connect({ port: 1, host: '127.0.0.1' }), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+  await assert.rejects(procwire.connect({ port: 1, host: '127.0.0.1' }, { auth: false }), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
 });
 
 test('a stale socket file is replaced; a live one is not', async () => {
@@ -166,11 +167,15 @@ test('a stale socket file is replaced; a live one is not', async () => {
 
 test('abstract-namespace channels work', async () => {
   const name = uniqueName();
-  const server = procwire.listen({ name, abstract: true });
+  // Abstract sockets have no file (so no key file, no permissions): they
+  // need an explicit secret.
+  assert.throws(() => procwire.listen({ name, abstract: true }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
+  const secret = crypto.randomBytes(32);
+  const server = procwire.listen({ name, abstract: true }, { secret });
   await server.ready;
   try {
     const accepted = once(server, 'channel');
-    const client = await procwire.connect({ name, abstract: true });
+    const client = await procwire.connect({ name, abstract: true }, { secret });
     const [s] = await accepted;
     client.send({ hi: 1 });
     const [m] = await once(s, 'message');
@@ -251,7 +256,9 @@ test('a worker exiting with channels open tears them down cleanly', { timeout: 3
 for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff']) {
   test(`hostile header 0x${header}: coded error or bounded wait; other channels go on`, { timeout: 20_000 }, async () => {
     const name = uniqueName();
-    const server = procwire.listen(name, { maxMessageSize: 1 << 20 });
+    // The raw writer never authenticates: the framing layer is what is
+    // tested here, so the handshake is off (it has its own tests).
+    const server = procwire.listen(name, { maxMessageSize: 1 << 20, auth: false });
     await server.ready;
     const events = [];
     server.on('channel', (ch) => {
@@ -273,7 +280,7 @@ for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff'
         assert.ok(events.includes('close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE'), JSON.stringify(events));
       }
       // The server is unharmed.
-      const client = await procwire.connect(name);
+      const client = await procwire.connect(name, { auth: false });
       client.send({ still: 'serving' });
       const [m] = await once(client, 'message');
       assert.deepStrictEqual(m, { still: 'serving' });
@@ -302,5 +309,60 @@ test('fork() accepts a URL and json mode with a plain child', { timeout: 20_000 
     assert.strictEqual(child.connected, false);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('by default a named server authenticates peers: an unauthenticated writer is rejected, never delivered', { timeout: 20_000 }, async () => {
+  const name = uniqueName();
+  const server = procwire.listen(name, { helloTimeout: 500 });
+  await server.ready;
+  const keyFile = `${server.address().path}.key`;
+  assert.strictEqual(fs.statSync(keyFile).mode & 0o777, 0o600, 'key file is private');
+  const delivered = [];
+  server.on('channel', (ch) => ch.on('message', (m) => delivered.push(m)));
+  const rejected = once(server, 'reject');
+  const frame = procwire.codec.advanced.encode({ sneaky: true }).toString('hex');
+  const writer = childProcess.spawn(process.execPath, [__filename, 'child', 'raw-writer', server.address().path, frame], { stdio: 'inherit' });
+  try {
+    const [err] = await rejected;
+    assert.ok(['ERR_PROCWIRE_AUTH_REQUIRED', 'ERR_PROCWIRE_HELLO_TIMEOUT'].includes(err.code), err.code);
+    assert.deepStrictEqual(delivered, []);
+    // A proper client still gets in.
+    const accepted = once(server, 'channel');
+    const client = await procwire.connect(name);
+    const [ch] = await accepted;
+    client.send({ ok: 1 });
+    const [m] = await once(ch, 'message');
+    assert.deepStrictEqual(m, { ok: 1 });
+    assert.deepStrictEqual(delivered, [{ ok: 1 }]);
+    client.destroy();
+  } finally {
+    writer.kill('SIGKILL');
+    server.close();
+  }
+  assert.strictEqual(fs.existsSync(keyFile), false, 'close() removes the key file');
+});
+
+test('TCP requires a secret unless auth is explicitly off; a wrong secret is refused', { timeout: 20_000 }, async () => {
+  const saved = process.env.PROCWIRE_SECRET;
+  delete process.env.PROCWIRE_SECRET;
+  try {
+    assert.throws(() => procwire.listen({ port: 0 }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
+    await assert.rejects(procwire.connect({ port: 9 }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
+    const server = procwire.listen({ port: 0 }, { secret: 'a'.repeat(32) });
+    await server.ready;
+    try {
+      const rejected = once(server, 'reject');
+      await assert.rejects(procwire.connect({ port: server.address().port }, { secret: 'b'.repeat(32) }),
+        { code: 'ERR_PROCWIRE_AUTH_FAILED' });
+      const [err] = await rejected;
+      assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_FAILED');
+      const ok = await procwire.connect({ port: server.address().port }, { secret: 'a'.repeat(32) });
+      ok.destroy();
+    } finally {
+      server.close();
+    }
+  } finally {
+    if (saved !== undefined) process.env.PROCWIRE_SECRET = saved;
   }
 });

@@ -108,6 +108,9 @@ function killChild(child) {
 
 async function openProcwireSocket(peerId, ctx) {
   const pw = procwire();
+  // TCP channels authenticate with a shared secret; the echo child inherits
+  // it through the environment. (Named channels use their key file.)
+  if (!process.env.PROCWIRE_SECRET) process.env.PROCWIRE_SECRET = require('crypto').randomBytes(32).toString('hex');
   const address = peerId === 'procwire-unix'
     ? `bench-${process.pid}`            // a named channel, in PROCWIRE_DIR (the run's temp dir)
     : { port: 0, host: '127.0.0.1' };

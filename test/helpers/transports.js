@@ -35,13 +35,18 @@ async function open(transport, options = {}) {
     };
   }
   const name = `t-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  // Named channels authenticate through the key file beside the socket; TCP
+  // needs an explicit secret, handed to the peer in its environment.
+  const secret = crypto.randomBytes(32).toString('hex');
   const server = transport === 'named'
     ? procwire.listen(name, { serialization })
-    : procwire.listen({ port: 0, host: '127.0.0.1' }, { serialization });
+    : procwire.listen({ port: 0, host: '127.0.0.1' }, { serialization, secret });
   await server.ready;
   const target = transport === 'named' ? name : String(server.address().port);
   const gotChannel = new Promise((resolve) => server.once('channel', resolve));
-  const child = childProcess.spawn(process.execPath, [PEER, transport, target], { stdio: 'inherit' });
+  const child = childProcess.spawn(process.execPath, [PEER, transport, target], {
+    stdio: 'inherit', env: transport === 'tcp' ? { ...process.env, PROCWIRE_SECRET: secret } : process.env,
+  });
   const channel = await gotChannel;
   if (serialization !== 'advanced') throw new Error('named/tcp peers use advanced only in these tests');
   return {
