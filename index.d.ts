@@ -27,6 +27,9 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_NO_RESPONDER'
   | 'ERR_PROCWIRE_HANDLE_UNSUPPORTED'
   | 'ERR_PROCWIRE_PEER_REJECTED'
+  | 'ERR_PROCWIRE_AUTH_FAILED'
+  | 'ERR_PROCWIRE_HELLO_TIMEOUT'
+  | 'ERR_PROCWIRE_AUTH_REQUIRED'
   | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE';
 
 export interface ProcwireError extends Error {
@@ -69,6 +72,9 @@ export declare const errors: {
   NoResponderError: ErrorClass<'ERR_PROCWIRE_NO_RESPONDER'>;
   HandleUnsupportedError: ErrorClass<'ERR_PROCWIRE_HANDLE_UNSUPPORTED'>;
   PeerRejectedError: ErrorClass<'ERR_PROCWIRE_PEER_REJECTED'>;
+  AuthFailedError: ErrorClass<'ERR_PROCWIRE_AUTH_FAILED'>;
+  HelloTimeoutError: ErrorClass<'ERR_PROCWIRE_HELLO_TIMEOUT'>;
+  AuthRequiredError: ErrorClass<'ERR_PROCWIRE_AUTH_REQUIRED'>;
   NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
   ProcwireError: new (...args: any[]) => Error;
 };
@@ -180,7 +186,16 @@ export declare function fork(modulePath: string | URL, options?: ProcwireForkOpt
 /** A name (private dir), a socket path, { path }, { name, abstract: true }, or { port, host }. */
 export type Address = string | { path: string } | { name: string; abstract?: boolean } | { port: number; host?: string };
 
-export interface ListenOptions extends ChannelOptions {
+export interface AuthOptions {
+  /** Shared secret (16+ bytes) for the HMAC hello; defaults to PROCWIRE_SECRET, or the key file beside a named socket. */
+  secret?: string | Buffer;
+  /** false: no handshake (explicitly insecure). */
+  auth?: boolean;
+  /** Milliseconds the peer has to complete the hello. Default 5000. */
+  helloTimeout?: number;
+}
+
+export interface ListenOptions extends ChannelOptions, AuthOptions {
   backlog?: number;
   /** Unix sockets: peer uids allowed (SO_PEERCRED). Default: this process's uid only. '*' allows all. */
   allowUids?: number[] | '*';
@@ -202,7 +217,7 @@ export declare class Server extends EventEmitter {
 
 export declare function listen(address: Address, onChannel?: (channel: Channel) => void): Server;
 export declare function listen(address: Address, options: ListenOptions, onChannel?: (channel: Channel) => void): Server;
-export declare function connect(address: Address, options?: ChannelOptions): Promise<Channel>;
+export declare function connect(address: Address, options?: ChannelOptions & AuthOptions): Promise<Channel>;
 
 /** The child's end of a fork(..., { child: 'procwire' }) channel, or null. */
 export declare const parent: Channel | null;

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const server = procwire.listen('name', { allowUids: [1000] }, (c: Channel) => c.respond(async (v) => v));
   await server.ready;
   const tcp = procwire.listen({ port: 0, host: '127.0.0.1' });
-  const client: Channel = await procwire.connect({ port: 1234 });
+  const client: Channel = await procwire.connect({ port: 1234 }, { secret: 'x'.repeat(32), helloTimeout: 1000 });
   client.send('x', (err) => void err);
   const ok: boolean = client.send({ big: Buffer.alloc(1) });
   const parent: Channel | null = procwire.parent;
