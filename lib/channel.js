@@ -73,13 +73,23 @@ class Channel extends EventEmitter {
     this._responder = null;
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
-    this._handle = new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
-      Boolean(options.connecting), {
-        onread: (messages, errors) => this._onRead(messages, errors),
-        onwrite: (written) => this._onWritten(written),
-        onend: (status, err) => this._onEnd(status, err),
-        onconnect: () => this._onConnect(),
-      });
+    const callbacks = {
+      onread: (messages, errors) => this._onRead(messages, errors),
+      onwrite: (written) => this._onWritten(written),
+      onend: (status, err) => this._onEnd(status, err),
+      onconnect: () => this._onConnect(),
+    };
+    // A transport that is not a socket descriptor (TLS, a message broker, the
+    // pure-JS fallback) supplies its own handle with NativeChannel's interface:
+    // write(value) and writeBuffer(bytes) return total bytes queued; flush()
+    // returns total bytes written (or -errno); readStart/readStop, ref/unref,
+    // close, shutdownWrite, stats() as NativeChannel's; and it calls back
+    // onread(messages, errors), onwrite(written), onend(status, err) and
+    // onconnect().
+    this._handle = typeof options.createHandle === 'function'
+      ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
+      : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+        Boolean(options.connecting), callbacks);
     this._handle.owner = this;
     this.on('newListener', (event) => {
       if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
