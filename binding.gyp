@@ -6,8 +6,10 @@
         "src/core/frame_reader.cc",
         "src/core/write_queue.cc",
         "src/core/socket_io.cc",
+        "src/core/shm.cc",
         "src/binding/codec.cc",
         "src/binding/channel.cc",
+        "src/binding/segments.cc",
         "src/binding/addon.cc"
       ],
       "cflags_cc": ["-O2", "-fno-strict-aliasing", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-cast-function-type"],

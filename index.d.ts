@@ -30,7 +30,11 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_AUTH_FAILED'
   | 'ERR_PROCWIRE_HELLO_TIMEOUT'
   | 'ERR_PROCWIRE_AUTH_REQUIRED'
-  | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE';
+  | 'ERR_PROCWIRE_SEGMENT'
+  | 'ERR_PROCWIRE_TRANSFER'
+  | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE'
+  | 'ERR_PROCWIRE_NATS'
+  | 'ERR_PROCWIRE_PEER_UNREACHABLE';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -75,7 +79,11 @@ export declare const errors: {
   AuthFailedError: ErrorClass<'ERR_PROCWIRE_AUTH_FAILED'>;
   HelloTimeoutError: ErrorClass<'ERR_PROCWIRE_HELLO_TIMEOUT'>;
   AuthRequiredError: ErrorClass<'ERR_PROCWIRE_AUTH_REQUIRED'>;
+  SegmentError: ErrorClass<'ERR_PROCWIRE_SEGMENT'>;
+  TransferError: ErrorClass<'ERR_PROCWIRE_TRANSFER'>;
   NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
+  NatsError: ErrorClass<'ERR_PROCWIRE_NATS'>;
+  PeerUnreachableError: ErrorClass<'ERR_PROCWIRE_PEER_UNREACHABLE'>;
   ProcwireError: new (...args: any[]) => Error;
 };
 export declare const codes: ErrorCode[];
@@ -120,6 +128,8 @@ export interface ChannelStats {
   decodeErrors: number;
   bufferedBytes: number;
   pendingRequests: number;
+  /** Messages and segment bytes that travelled through shared memory. */
+  outOfLine: { messagesOut: number; bytesOut: number; messagesIn: number; bytesIn: number; enabled: boolean };
   histogram: { in: SizeBucket[]; out: SizeBucket[] };
 }
 
@@ -128,6 +138,18 @@ export interface ChannelOptions {
   maxMessageSize?: number;
   /** send() returns false at or above this many queued bytes. Default 1 MiB. */
   highWaterMark?: number;
+  /**
+   * Large binary views through shared memory (procwire peers over unix sockets only):
+   * 'auto' (default) above outOfLineThreshold, 'always', or 'never' (inline).
+   */
+  outOfLine?: 'auto' | 'always' | 'never';
+  /** Bytes from which a view goes out of line in 'auto' mode. */
+  outOfLineThreshold?: number;
+}
+
+export interface SendOptions {
+  /** Buffers/ArrayBuffers handed over: detached here; zero-copy for procwire.alloc() buffers. */
+  transfer?: ReadonlyArray<ArrayBuffer | ArrayBufferView>;
 }
 
 export interface RequestOptions {
@@ -147,6 +169,7 @@ export declare class Channel extends EventEmitter {
   readonly writableLength: number;
   readonly writableNeedDrain: boolean;
   send(message: unknown, callback?: (err: Error | null) => void): boolean;
+  send(message: unknown, options: SendOptions, callback?: (err: Error | null) => void): boolean;
   send(message: unknown, handle: null | undefined, callback?: (err: Error | null) => void): boolean;
   send(message: unknown, handle: null | undefined, options: object | undefined, callback?: (err: Error | null) => void): boolean;
   request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
@@ -221,5 +244,7 @@ export declare function connect(address: Address, options?: ChannelOptions & Aut
 
 /** The child's end of a fork(..., { child: 'procwire' }) channel, or null. */
 export declare const parent: Channel | null;
+/** A Buffer over a shared-memory segment, for zero-copy send(message, { transfer: [buf] }). */
+export declare function alloc(size: number): Buffer;
 /** true when the native addon is in use. */
 export declare const native: boolean;

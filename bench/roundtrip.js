@@ -28,9 +28,10 @@ const PEERS = [
   { id: 'net-tcp', label: 'net TCP loopback, ndjson' },
   { id: 'redis', label: 'Redis pub/sub (unix socket)' },
   { id: 'zeromq', label: 'ZeroMQ PAIR (ipc)' },
+  { id: 'nats', label: 'procwire over NATS (nats-server, TCP loopback)' },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
-  'procwire-tcp', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq']);
+  'procwire-tcp', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 
@@ -80,6 +81,7 @@ async function runDriver(config, tick) {
     args: ['echo'],
     tmp: config.tmp,
     redisSocket: config.redisSocket,
+    natsUrl: config.natsUrl,
   });
   const data = {};
   try {
@@ -98,18 +100,22 @@ async function runDriver(config, tick) {
 async function plan({ quick, repeats, log, tmp }) {
   const sizes = quick ? SIZES_QUICK : SIZES_FULL;
   const node26 = harness.otherNode(26);
-  const { zeromqAvailable } = require('./lib/transports');
+  const { zeromqAvailable, startNats } = require('./lib/transports');
   const zmqSkip = zeromqAvailable();
   const redis = await startRedis(tmp, { log, trackPid: harness.trackPid, untrackPid: harness.untrackPid });
+  const natsServer = await startNats(tmp, { trackPid: harness.trackPid, untrackPid: harness.untrackPid });
   const notes = [`${IN_FLIGHT} messages in flight; { payload: '.'.repeat(len) }; the child decodes and re-sends each one.`,
-    'Socket, Redis and ZeroMQ peers carry JSON text (JSON.stringify/parse on both sides).'];
+    'Socket, Redis and ZeroMQ peers carry JSON text (JSON.stringify/parse on both sides).',
+    'NATS: procwire channels (advanced codec) through a private nats-server on loopback: two TCP hops per direction.'];
   if (redis.skip) log(`  roundtrip: Redis skipped: ${redis.skip}`);
   if (zmqSkip) log(`  roundtrip: ZeroMQ skipped: ${zmqSkip}`);
+  if (natsServer.skip) log(`  roundtrip: NATS skipped: ${natsServer.skip}`);
   if (!node26) log('  roundtrip: Node 26 row skipped: .nodes/26/bin/node not found (scripts/setup-nodes.sh 26 installs it)');
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
     const out = { ...p };
     if (p.id === 'redis' && redis.skip) out.skip = redis.skip;
     if (p.id === 'zeromq' && zmqSkip) out.skip = zmqSkip;
+    if (p.id === 'nats' && natsServer.skip) out.skip = natsServer.skip;
     if (p.id === 'node26-advanced') {
       if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
       else out.execPath = node26;
@@ -132,11 +138,14 @@ async function plan({ quick, repeats, log, tmp }) {
     ticksPerRun: sizes.length,
     timeoutMs: 20000 + sizes.length * (warmMs + windowMs + 4000),
     env: { PROCWIRE_DIR: tmp },
-    config: () => ({ sizes, warmMs, windowMs, tmp, redisSocket: redis.socket,
+    config: () => ({ sizes, warmMs, windowMs, tmp, redisSocket: redis.socket, natsUrl: natsServer.url,
       hardLimitMs: 15000 + sizes.length * (warmMs + windowMs + 4000) }),
     ratioTo: ['procwire-advanced', 'node-json', 'node-advanced'],
     notes,
-    cleanup: async () => { if (redis.stop) await redis.stop(); },
+    cleanup: async () => {
+      if (redis.stop) await redis.stop();
+      if (natsServer.stop) await natsServer.stop();
+    },
   };
 }
 

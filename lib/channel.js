@@ -20,6 +20,13 @@ const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
 // sees backpressure instead of our memory growing.
 const MAX_BACKLOG = 10000;
 
+// From this many bytes a view goes through shared memory rather than the
+// socket (procwire peers on unix sockets). Measured crossover on a 2-core VM:
+// see bench/latency.js and the README; below it the memfd set-up costs more
+// than copying the bytes through the socket.
+const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
+const OUT_OF_LINE_MODES = ['auto', 'always', 'never'];
+
 const REQUEST = 'NODE_PROCWIRE_REQ';
 const RESPONSE = 'NODE_PROCWIRE_RES';
 
@@ -56,6 +63,13 @@ class Channel extends EventEmitter {
     this.maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
     this.highWaterMark = validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK);
     this.transport = options.transport || 'socket';
+    const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
+    if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
+    const threshold = validateSize(options.outOfLineThreshold, 'outOfLineThreshold', DEFAULT_OUT_OF_LINE_THRESHOLD);
+    // Only a procwire peer on a unix socket can take descriptors and knows
+    // the segment references; everyone else gets every byte inline.
+    this.outOfLine = options.segments && this.serialization === 'advanced' ? outOfLine : 'never';
+    const nativeThreshold = this.outOfLine === 'never' ? -1 : this.outOfLine === 'always' ? 0 : threshold;
     this.peer = options.peer || null;
     this._pushed = 0;
     this._written = 0;
@@ -89,7 +103,7 @@ class Channel extends EventEmitter {
     this._handle = typeof options.createHandle === 'function'
       ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
       : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
-        Boolean(options.connecting), callbacks);
+        Boolean(options.connecting), callbacks, nativeThreshold);
     this._handle.owner = this;
     this.on('newListener', (event) => {
       if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
@@ -120,6 +134,9 @@ class Channel extends EventEmitter {
   // Same shape as process.send. The callback runs (never synchronously) once
   // the message's bytes are in the kernel, or with an error if the channel
   // closed first.
+  // send(message, { transfer: [buf] }[, callback]) hands buffers over:
+  // they are detached here, and a procwire.alloc() buffer travels without a
+  // byte copied.
   send(message, handle, options, callback) {
     if (typeof handle === 'function') {
       callback = handle;
@@ -128,6 +145,10 @@ class Channel extends EventEmitter {
     } else if (typeof options === 'function') {
       callback = options;
       options = undefined;
+    }
+    if (isSendOptions(handle)) {
+      options = handle;
+      handle = undefined;
     }
     if (callback !== undefined) validateFunction(callback, 'callback');
     if (handle !== undefined && handle !== null) {
@@ -141,8 +162,9 @@ class Channel extends EventEmitter {
       else process.nextTick(() => this._emitError(err));
       return false;
     }
+    const transfer = options && options.transfer !== undefined ? transferList(options.transfer) : undefined;
     // Throws (coded) if the value cannot be encoded; nothing is queued then.
-    this._pushed = this._handle.write(message);
+    this._pushed = transfer === undefined ? this._handle.write(message) : this._handle.write(message, transfer);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     if (this._pushed - this._written >= this.highWaterMark) {
@@ -152,9 +174,10 @@ class Channel extends EventEmitter {
     return true;
   }
 
-  // Writes a pre-built frame as it is (tests of hostile input, handshakes).
-  _sendRaw(bytes) {
-    this._pushed = this._handle.writeBuffer(bytes);
+  // Writes pre-built frames as they are, optionally with descriptors (tests
+  // of hostile input).
+  _sendRaw(bytes, fds) {
+    this._pushed = fds === undefined ? this._handle.writeBuffer(bytes) : this._handle.writeBuffer(bytes, fds);
     this._scheduleFlush();
   }
 
@@ -264,6 +287,13 @@ class Channel extends EventEmitter {
       decodeErrors: s[7],
       bufferedBytes: s[8],
       pendingRequests: this._requests.size,
+      outOfLine: {
+        enabled: this.outOfLine !== 'never',
+        messagesOut: s[73] || 0,
+        bytesOut: s[74] || 0,
+        messagesIn: s[75] || 0,
+        bytesIn: s[76] || 0,
+      },
       // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
       // IPC.MessageSize histogram.
       histogram: { in: histogram(s.slice(head, head + 32)), out: histogram(s.slice(head + 32, head + 64)) },
@@ -508,6 +538,28 @@ class Channel extends EventEmitter {
   }
 }
 
+// The second argument of send() is Node's sendHandle position; a plain
+// options object ({ transfer }) there is procwire's send options.
+function isSendOptions(value) {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+// Buffers and views stand for their ArrayBuffer; each is listed once.
+function transferList(list) {
+  if (!Array.isArray(list)) throw invalidArg('options.transfer must be an array');
+  const out = [];
+  for (const item of list) {
+    let ab;
+    if (item instanceof ArrayBuffer) ab = item;
+    else if (ArrayBuffer.isView(item) && item.buffer instanceof ArrayBuffer) ab = item.buffer;
+    else throw invalidArg('options.transfer holds only ArrayBuffers, Buffers and typed arrays');
+    if (!out.includes(ab)) out.push(ab);
+  }
+  return out;
+}
+
 function serializeError(err) {
   if (err instanceof Error) {
     return { name: err.name, message: err.message, code: err.code, stack: err.stack };
@@ -515,4 +567,4 @@ function serializeError(err) {
   return { name: 'Error', message: String(err) };
 }
 
-module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, isInternal };
+module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };

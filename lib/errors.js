@@ -48,8 +48,16 @@ const CODES = {
     'The peer did not complete the authentication handshake within the timeout.'],
   ERR_PROCWIRE_AUTH_REQUIRED: ['AuthRequiredError', Error,
     'Authentication is required but no secret is configured, or the peer sent messages before authenticating.'],
+  ERR_PROCWIRE_SEGMENT: ['SegmentError', Error,
+    'A shared-memory segment from the peer failed its checks (not a sealed memfd, missing, out of range).'],
+  ERR_PROCWIRE_TRANSFER: ['TransferError', Error,
+    'A buffer in a transfer list could not be handed over (still in use elsewhere, too many, not transferable).'],
   ERR_PROCWIRE_NATIVE_UNAVAILABLE: ['NativeUnavailableError', Error,
     'The native addon could not be loaded.'],
+  ERR_PROCWIRE_NATS: ['NatsError', Error,
+    'The NATS client or server failed (connection closed for good, permission denied, protocol error); `cause` holds the nats error.'],
+  ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
+    'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
 };
 
 class ProcwireError extends Error {}

@@ -78,6 +78,8 @@ function fork(modulePath, args, options) {
   delete spawnOptions.child;
   delete spawnOptions.maxMessageSize;
   delete spawnOptions.highWaterMark;
+  delete spawnOptions.outOfLine;
+  delete spawnOptions.outOfLineThreshold;
   delete spawnOptions.silent;
   delete spawnOptions.execArgv;
   delete spawnOptions.execPath;
@@ -95,6 +97,10 @@ function fork(modulePath, args, options) {
   const channel = new Channel(parentFd, {
     serialization, maxMessageSize, highWaterMark: options.highWaterMark, transport: 'fork',
     peer: { pid: child.pid, mode: childMode },
+    // A plain Node child reads Node's format only: no segments.
+    segments: childMode === 'procwire',
+    outOfLine: options.outOfLine,
+    outOfLineThreshold: options.outOfLineThreshold,
   });
   attach(child, channel);
   return child;
@@ -148,7 +154,9 @@ function getParent() {
     return null;
   }
   binding.setBlocking(fd, false);
-  parentChannel = new Channel(fd, { serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid } });
+  parentChannel = new Channel(fd, {
+    serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid }, segments: true,
+  });
   return parentChannel;
 }
 

@@ -7,6 +7,17 @@ const { Channel } = require('./channel');
 const { fork, getParent } = require('./fork');
 const { listen, connect, Server } = require('./net');
 const errors = require('./errors');
+const { binding } = require('./native');
+const { validateSize } = require('./validate');
+
+// A Buffer over a shared-memory segment: sent with { transfer: [buf] } to a
+// procwire peer, it moves without a byte copied.
+function alloc(size) {
+  validateSize(size, 'size', 0, 2 ** 32 - 1);
+  const buf = binding.alloc(size);
+  if (typeof buf === 'number') throw errors.systemError('ERR_PROCWIRE_TRANSFER', buf, 'memfd_create');
+  return buf;
+}
 
 module.exports = {
   codec,
@@ -16,9 +27,10 @@ module.exports = {
   fork,
   listen,
   connect,
+  alloc,
   errors: errors.classes,
   codes: Object.keys(errors.CODES),
-  native: true,
+  native: require('./native').native,
   get parent() {
     return getParent();
   },

@@ -1,38 +1,83 @@
 'use strict';
-// Loads the addon once per realm and hands it the real Buffer constructor
+// Loads the binding once per realm and hands it the real Buffer constructor
 // (captured here, before user code can swap it) and the coded-error factory.
+//
+// Which binding, in order:
+//   1. $PROCWIRE_ADDON, when set (it must load: its error is the one shown);
+//   2. prebuilds/linux-x64/procwire.abi<process.versions.modules>.node, the
+//      binary the package ships for this Node line (glibc);
+//   3. build/Release/procwire.node (a source build; build/Debug after it);
+//   4. none loads, or PROCWIRE_FORCE_FALLBACK=1: lib/fallback/binding.js, the
+//      pure-JavaScript implementation of the same surface (wire-identical,
+//      slower), with one process warning (code PROCWIRE_FALLBACK).
+// `native` tells which is in use (procwire.native).
 
 const { Buffer } = require('buffer');
 const path = require('path');
 const { makeError } = require('./errors');
 
-function load() {
-  const candidates = [
-    process.env.PROCWIRE_ADDON,
-    path.join(__dirname, '..', 'build', 'Release', 'procwire.node'),
-    path.join(__dirname, '..', 'build', 'Debug', 'procwire.node'),
-  ].filter(Boolean);
-  let lastError;
-  for (const file of candidates) {
-    try {
-      return require(file);
-    } catch (err) {
-      // An addon named explicitly must load; its error is the one to show.
-      if (file === process.env.PROCWIRE_ADDON) {
-        throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
-          `PROCWIRE_ADDON=${file} could not be loaded: ${err.message}`, err);
-      }
-      lastError = lastError || err;
-    }
-  }
-  throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
-    `procwire's native addon could not be loaded (${lastError && lastError.message}); run \`npm run build\``,
-    lastError);
+const root = path.join(__dirname, '..');
+
+function prebuildPath() {
+  return path.join(root, 'prebuilds', `${process.platform}-${process.arch}`,
+    `procwire.abi${process.versions.modules}.node`);
 }
 
-const binding = load();
+function loadNative() {
+  const explicit = process.env.PROCWIRE_ADDON;
+  if (explicit) {
+    try {
+      return { binding: require(explicit), file: explicit };
+    } catch (err) {
+      throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
+        `PROCWIRE_ADDON=${explicit} could not be loaded: ${err.message}`, err);
+    }
+  }
+  const candidates = [
+    prebuildPath(),
+    path.join(root, 'build', 'Release', 'procwire.node'),
+    path.join(root, 'build', 'Debug', 'procwire.node'),
+  ];
+  const errors = [];
+  for (const file of candidates) {
+    try {
+      return { binding: require(file), file };
+    } catch (err) {
+      if (err && err.code !== 'MODULE_NOT_FOUND') errors.push(`${path.relative(root, file)}: ${err.message}`);
+    }
+  }
+  return { binding: null, reason: errors.length > 0 ? errors.join('; ') : 'no prebuilt or built addon for this platform and Node' };
+}
+
+function load() {
+  if (process.env.PROCWIRE_FORCE_FALLBACK === '1') {
+    return { binding: require('./fallback/binding'), native: false, file: null, reason: 'PROCWIRE_FORCE_FALLBACK=1' };
+  }
+  const found = loadNative();
+  if (found.binding !== null) return { binding: found.binding, native: true, file: found.file, reason: null };
+  return { binding: require('./fallback/binding'), native: false, file: null, reason: found.reason };
+}
+
+const loaded = load();
+const binding = loaded.binding;
 binding.setup(Buffer, makeError);
+
+if (!loaded.native) {
+  process.emitWarning(
+    `procwire is using its pure-JavaScript fallback (${loaded.reason}): same API and wire format, ` +
+    'lower throughput, and no peer uid checks (SO_PEERCRED). Rebuild with `npm rebuild procwire` ' +
+    '(needs a C++ compiler) to get the native addon.',
+    { code: 'PROCWIRE_FALLBACK' });
+}
 
 const FORMAT = { advanced: 0, json: 1 };
 
-module.exports = { binding, FORMAT };
+module.exports = {
+  binding,
+  FORMAT,
+  // true: the C++ addon (prebuilt or built); false: lib/fallback/binding.js.
+  native: loaded.native,
+  // The addon file in use (null for the fallback), and why the fallback is.
+  addonFile: loaded.file,
+  fallbackReason: loaded.reason,
+};

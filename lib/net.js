@@ -88,11 +88,16 @@ async function numericHost(host) {
   return address;
 }
 
-function channelOptions(options) {
+function channelOptions(options, address) {
   return {
     serialization: options.serialization,
     maxMessageSize: options.maxMessageSize,
     highWaterMark: options.highWaterMark,
+    // Both ends of a named channel are procwire on one machine: large views
+    // may go through shared memory. TCP never carries descriptors.
+    segments: address.kind === 'unix',
+    outOfLine: options.outOfLine,
+    outOfLineThreshold: options.outOfLineThreshold,
   };
 }
 
@@ -191,7 +196,7 @@ class Server extends EventEmitter {
           continue;
         }
       }
-      const channel = new Channel(fd, { ...channelOptions(this._options), transport: this._address.kind, peer });
+      const channel = new Channel(fd, { ...channelOptions(this._options, this._address), transport: this._address.kind, peer });
       if (this._secret === null) {
         this._accept(channel);
         continue;
@@ -245,6 +250,7 @@ class Server extends EventEmitter {
 // bound (unix sockets and numeric TCP hosts are bound before listen returns),
 // 'channel' for each accepted peer, 'reject' for peers refused by uid.
 function listen(target, options, onChannel) {
+  if (typeof target === 'string' && target.startsWith('nats://')) return require('./nats').listen(target, options, onChannel);
   if (typeof options === 'function') {
     onChannel = options;
     options = undefined;
@@ -277,6 +283,7 @@ function listen(target, options, onChannel) {
 
 // connect(address[, options]) -> Promise<Channel>, resolved once connected.
 async function connect(target, options) {
+  if (typeof target === 'string' && target.startsWith('nats://')) return require('./nats').connect(target, options);
   options = validateObject(options, 'options');
   const address = resolveAddress(target);
   const secret = secretFor(address, options, 'client');
@@ -294,7 +301,7 @@ async function connect(target, options) {
   if (typeof r === 'number') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
   const [fd, inProgress] = r;
   const channel = new Channel(fd, {
-    ...channelOptions(options), connecting: inProgress, transport: address.kind,
+    ...channelOptions(options, address), connecting: inProgress, transport: address.kind,
   });
   if (inProgress) {
     await new Promise((resolve, reject) => {

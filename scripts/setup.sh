@@ -2,7 +2,8 @@
 # Everything procwire's tests and benchmarks need on a fresh Debian machine,
 # idempotently:
 #   - Debian packages: clang + libclang-rt (libFuzzer, sanitizers), cmake and
-#     GoogleTest (native unit tests), redis-server (a benchmark peer);
+#     GoogleTest (native unit tests), redis-server (a benchmark peer),
+#     nats-server (the NATS transport's tests and benchmark peer);
 #   - the other supported Node lines (22, 24, 26) from the npm registry;
 #   - the addon built for this machine's Node (npm install).
 # Installing Debian packages needs root; without it, what is missing is named
@@ -17,6 +18,7 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 [ -f /usr/src/googletest/CMakeLists.txt ] || [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || need+=(googletest libgtest-dev)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}"

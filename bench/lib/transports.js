@@ -3,7 +3,7 @@
 // (parent) side:  t = await open(peerId, ctx); t.onmessage = fn; t.send(value);
 // t.histogram(); await t.close().
 //
-// ctx: { script (child script for fork-style peers), args, tmp, redisSocket,
+// ctx: { script (child script for fork-style peers), args, tmp, redisSocket, natsUrl,
 //        workers (fork-style: how many children; t.children[i] each) }
 //
 // Fork-style peers deliver structured values; socket peers with a text wire
@@ -267,12 +267,111 @@ function zmqSender(sock) {
   };
 }
 
+// procwire over NATS: the driver listens on a subject of a private
+// nats-server, the echo child (this file, --nats-echo) connects to it.
+async function openNats(peerId, ctx) {
+  const pw = procwire();
+  const subject = `bench.${process.pid}`;
+  let channel = null;
+  let readyCb = null;
+  const t = { onmessage: null };
+  const server = pw.listen(ctx.natsUrl, { subject }, (ch) => {
+    channel = ch;
+    ch.on('message', (m) => {
+      if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); return; }
+      t.onmessage(m);
+    });
+    ch.on('error', () => {});
+  });
+  await server.ready;
+  const child = childProcess.spawn(process.execPath, [__filename, '--nats-echo', ctx.natsUrl, subject], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; }, peerId);
+  server.close();
+  t.send = (m) => channel.send(m);
+  t.histogram = () => (channel.stats() || {}).histogram || null;
+  t.close = async () => {
+    channel.close();
+    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
+    await killChild(child);
+  };
+  return t;
+}
+
+async function natsEcho(url, subject) {
+  const ch = await procwire().connect(url, { subject });
+  ch.on('message', (m) => ch.send(m));
+  ch.on('close', () => process.exit(0));
+  ch.on('error', () => {});
+  ch.send({ ready: true });
+}
+
+function findNatsServer() {
+  const fs = require('fs');
+  for (const dir of (process.env.PATH || '').split(':').concat(['/usr/sbin', '/usr/local/bin'])) {
+    const f = path.join(dir || '.', 'nats-server');
+    try {
+      fs.accessSync(f, fs.constants.X_OK);
+      return f;
+    } catch { /* next */ }
+  }
+  return null;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Starts a private nats-server on a free loopback port for the run. Resolves
+// { url, pid, stop() } or { skip: reason }; stopped by pid.
+async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {}) {
+  const bin = findNatsServer();
+  if (!bin) return { skip: 'nats-server is not installed (Debian: apt-get install nats-server; scripts/setup.sh installs it)' };
+  const port = await freePort();
+  const log = path.join(dir, 'nats-server.log');
+  const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-l', log], { stdio: 'ignore', detached: true });
+  trackPid(proc.pid);
+  let exited = false;
+  proc.on('exit', () => { exited = true; });
+  const stop = async () => {
+    if (!exited) {
+      const gone = new Promise((r) => proc.once('exit', r));
+      try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
+      const timer = setTimeout(() => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
+      await gone;
+      clearTimeout(timer);
+    }
+    untrackPid(proc.pid);
+  };
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline && !exited) {
+    const up = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('data', () => { s.destroy(); resolve(true); });   // the server's INFO line
+      s.once('error', () => resolve(false));
+    });
+    if (up) return { url: `nats://127.0.0.1:${port}`, pid: proc.pid, stop };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await stop();
+  let why = exited ? 'it exited' : 'not accepting within 10 s';
+  try { why += `: ${require('fs').readFileSync(log, 'utf8').trim().split('\n').slice(-2).join(' / ')}`; } catch { /* no log */ }
+  return { skip: `nats-server did not start (${why})` };
+}
+
 async function open(peerId, ctx) {
   if (isForkPeer(peerId)) return openFork(peerId, ctx);
   if (peerId === 'procwire-unix' || peerId === 'procwire-tcp') return openProcwireSocket(peerId, ctx);
   if (peerId === 'net-unix' || peerId === 'net-tcp') return openNet(peerId, ctx);
   if (peerId === 'redis') return openRedis(peerId, ctx);
   if (peerId === 'zeromq') return openZmq(peerId, ctx);
+  if (peerId === 'nats') return openNats(peerId, ctx);
   throw new Error(`unknown peer ${peerId}`);
 }
 
@@ -292,4 +391,11 @@ function zeromqAvailable() {
   }
 }
 
-module.exports = { open, openMany, isForkPeer, FORK_PEERS, ndjsonReader, zmqSender, zeromqAvailable, PEERS_DIR };
+module.exports = { open, openMany, isForkPeer, FORK_PEERS, ndjsonReader, zmqSender, zeromqAvailable, startNats, PEERS_DIR };
+
+if (require.main === module && process.argv[2] === '--nats-echo') {
+  natsEcho(process.argv[3], process.argv[4]).catch((err) => {
+    process.stderr.write(`nats echo: ${err.stack || err}\n`);
+    process.exit(1);
+  });
+}

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "channel.h"
 #include "codec.h"
+#include "segments.h"
 
 namespace procwire {
 
@@ -299,6 +300,21 @@ void PeerCredentialsJs(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(Array::New(isolate, out, 3));
 }
 
+// alloc(size) -> Buffer over a fresh shared-memory segment, or -errno.
+void Alloc(const FunctionCallbackInfo<Value>& args) {
+  Isolate* isolate = args.GetIsolate();
+  CHECK(args[0]->IsNumber());
+  const double size = args[0].As<Number>()->Value();
+  CHECK(size >= 0);
+  int error = 0;
+  Local<Object> buf;
+  if (AllocateSegmentBuffer(isolate, static_cast<size_t>(size), &error).ToLocal(&buf)) {
+    args.GetReturnValue().Set(buf);
+  } else {
+    args.GetReturnValue().Set(-error);
+  }
+}
+
 void Teardown(void* arg) {
   AddonData* data = static_cast<AddonData*>(arg);
   data->tearing_down = true;
@@ -344,6 +360,7 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   SetFunction(isolate, context, exports, external, "listenTcp", ListenTcpJs);
   SetFunction(isolate, context, exports, external, "connectTcp", ConnectTcpJs);
   SetFunction(isolate, context, exports, external, "peerCredentials", PeerCredentialsJs);
+  SetFunction(isolate, context, exports, external, "alloc", Alloc);
 
   Local<FunctionTemplate> framer = FunctionTemplate::New(isolate, FramerNew, external);
   framer->SetClassName(OneByteString(isolate, "NativeFramer"));

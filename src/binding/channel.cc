@@ -3,15 +3,19 @@
 #include <node.h>
 #include <uv.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "../core/frame_reader.h"
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
 #include "codec.h"
+#include "segments.h"
 
 namespace procwire {
 
@@ -43,6 +47,13 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
+// Received descriptors waiting for their control frame. A peer that sends
+// more than this without announcing them is broken or hostile.
+constexpr size_t kMaxPendingFds = 256;
+// First payload byte of the control frame that announces a message's
+// segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
+// and only exchanged between procwire peers with out-of-line sending on.
+constexpr uint8_t kSegmentsControlByte = 0xFE;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
 void FreeBackingStore(void* data, size_t /*length*/, void* /*hint*/) { std::free(data); }
@@ -82,6 +93,8 @@ class ReadBlock final : public PayloadMemory {
 
 struct Counters {
   double messages_in = 0, messages_out = 0, bytes_in = 0, decode_errors = 0, read_calls = 0;
+  // Messages (and their segment bytes) that travelled out of line.
+  double ool_messages_out = 0, ool_bytes_out = 0, ool_messages_in = 0, ool_bytes_in = 0;
   double histogram_in[kHistogramBuckets] = {};
   double histogram_out[kHistogramBuckets] = {};
 };
@@ -90,11 +103,13 @@ class NativeChannel final : public Closable {
  public:
   NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
                 WireFormat format, size_t max_message_size, bool connecting,
-                Local<Object> callbacks)
+                Local<Object> callbacks, double ool_threshold)
       : data_(data),
         fd_(fd),
         reader_(format, max_message_size),
-        connecting_(connecting) {
+        connecting_(connecting),
+        ool_enabled_(ool_threshold >= 0 && format == WireFormat::kAdvanced),
+        ool_threshold_(ool_threshold >= 0 ? static_cast<size_t>(ool_threshold) : SIZE_MAX) {
     Isolate* isolate = data->isolate;
     context_.Reset(isolate, context);
     wrapper_.Reset(isolate, wrapper);
@@ -114,35 +129,75 @@ class NativeChannel final : public Closable {
     return static_cast<NativeChannel*>(GetWrapped(args.This()));
   }
 
-  // new Channel(fd, format, maxMessageSize, connecting, callbacks)
+  // new Channel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
+  // A threshold of -1 (or none) keeps every message inline; only channels to
+  // procwire peers over unix sockets get one.
   static void New(const FunctionCallbackInfo<Value>& args) {
     AddonData* data = AddonData::From(args);
     Local<Context> context = args.GetIsolate()->GetCurrentContext();
     CHECK(args.IsConstructCall());
     CHECK(args[0]->IsInt32() && args[1]->IsInt32() && args[2]->IsNumber() &&
           args[3]->IsBoolean() && args[4]->IsObject());
+    CHECK(args[5]->IsUndefined() || args[5]->IsNumber());
+    const double ool_threshold = args[5]->IsNumber() ? args[5].As<Number>()->Value() : -1;
     const int fd = args[0].As<Integer>()->Value();
     const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson
                                                                   : WireFormat::kAdvanced;
     const double max = args[2].As<Number>()->Value();
     CHECK(max >= 0);
     new NativeChannel(data, context, args.This(), fd, format, static_cast<size_t>(max),
-                      args[3]->IsTrue(), args[4].As<Object>());
+                      args[3]->IsTrue(), args[4].As<Object>(), ool_threshold);
   }
 
-  // write(value) -> total bytes ever queued (monotonic)
+  // write(value[, transfer: ArrayBuffer[]]) -> total bytes ever queued (monotonic)
   static void Write(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     Local<Context> context = args.GetIsolate()->GetCurrentContext();
     EncodedFrame frame;
-    if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
+    if (!self->ool_enabled_ && !args[1]->IsArray()) {
+      // The common case: everything inline, nothing to transfer.
+      if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
+      self->Enqueue(frame);
+      args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+      return;
+    }
+    OutOfLine ool;
+    ool.enabled = self->ool_enabled_;
+    ool.threshold = self->ool_threshold_;
+    if (args[1]->IsArray()) {
+      Local<Array> list = args[1].As<Array>();
+      for (uint32_t i = 0; i < list->Length(); i++) {
+        Local<Value> item = list->Get(context, i).ToLocalChecked();
+        CHECK(item->IsArrayBuffer());
+        if (item.As<ArrayBuffer>()->WasDetached()) {
+          ThrowCodedError(self->data_, context, "ERR_PROCWIRE_TRANSFER",
+                          "a buffer in the transfer list is already detached");
+          return;
+        }
+        ool.transfer.push_back(item.As<ArrayBuffer>());
+      }
+    }
+    if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame, &ool)) return;
+    if (!ool.fds.empty()) {
+      // The control frame goes first and carries the descriptors, so they
+      // reach the peer no later than the frame that refers to them.
+      uint8_t* control = static_cast<uint8_t*>(std::malloc(kAdvancedHeaderSize + 2));
+      CHECK_NOT_NULL(control);
+      WriteU32BigEndian(control, 2);
+      control[4] = kSegmentsControlByte;
+      control[5] = static_cast<uint8_t>(ool.fds.size());
+      self->queue_.Push(OutChunk{control, kAdvancedHeaderSize + 2, FreeBlock, nullptr, std::move(ool.fds)});
+      self->counters_.ool_messages_out++;
+      self->counters_.ool_bytes_out += static_cast<double>(ool.segment_bytes);
+    }
     self->Enqueue(frame);
     args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
   }
 
-  // writeBuffer(view): queues bytes that are already a whole frame (the
-  // handshake and tests of hostile input use it).
+  // writeBuffer(view[, fds]): queues bytes that are already whole frames,
+  // with copies (dup) of the given descriptors riding on their first byte.
+  // Tests of hostile input use it to send what a broken peer would.
   static void WriteBuffer(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -153,7 +208,18 @@ class NativeChannel final : public Closable {
     frame.data = static_cast<uint8_t*>(std::malloc(frame.size ? frame.size : 1));
     CHECK_NOT_NULL(frame.data);
     view->CopyContents(frame.data, frame.size);
-    self->queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
+    std::vector<int> fds;
+    if (args[1]->IsArray()) {
+      Local<Context> context = args.GetIsolate()->GetCurrentContext();
+      Local<Array> list = args[1].As<Array>();
+      for (uint32_t i = 0; i < list->Length() && i < static_cast<uint32_t>(kMaxFdsPerRead); i++) {
+        Local<Value> item = list->Get(context, i).ToLocalChecked();
+        CHECK(item->IsInt32());
+        const int copy = fcntl(item.As<Integer>()->Value(), F_DUPFD_CLOEXEC, 0);
+        if (copy >= 0) fds.push_back(copy);
+      }
+    }
+    self->queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, std::move(fds)});
     args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
   }
 
@@ -203,7 +269,8 @@ class NativeChannel final : public Closable {
 
   // stats() -> [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes,
   //             writeCalls, readCalls, decodeErrors, bufferedBytes,
-  //             ...histogramIn(32), ...histogramOut(32)]
+  //             ...histogramIn(32), ...histogramOut(32),
+  //             outOfLineMessagesOut, outOfLineBytesOut, outOfLineMessagesIn, outOfLineBytesIn]
   static void Stats(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -220,11 +287,13 @@ class NativeChannel final : public Closable {
                            c.decode_errors,
                            static_cast<double>(self->reader_.buffered())};
     constexpr int kHead = sizeof(head) / sizeof(head[0]);
-    Local<Array> out = Array::New(isolate, kHead + 2 * kHistogramBuckets);
+    const double tail[] = {c.ool_messages_out, c.ool_bytes_out, c.ool_messages_in, c.ool_bytes_in};
+    Local<Array> out = Array::New(isolate, kHead + 2 * kHistogramBuckets + 4);
     int i = 0;
     for (double v : head) out->Set(context, i++, Number::New(isolate, v)).Check();
     for (double v : c.histogram_in) out->Set(context, i++, Number::New(isolate, v)).Check();
     for (double v : c.histogram_out) out->Set(context, i++, Number::New(isolate, v)).Check();
+    for (double v : tail) out->Set(context, i++, Number::New(isolate, v)).Check();
     args.GetReturnValue().Set(out);
   }
 
@@ -245,6 +314,7 @@ class NativeChannel final : public Closable {
 
   void ReleaseV8Handles() {
     if (block_ != nullptr) block_->ReleaseArrayBuffer();
+    next_segments_.clear();
     context_.Reset();
     wrapper_.Reset();
     on_read_.Reset();
@@ -380,6 +450,7 @@ class NativeChannel final : public Closable {
       if (tail.size >= kDirectReadThreshold) {
         r = ReceiveWithFds(fd_, tail.data, tail.size, &fds);
         counters_.read_calls++;
+        AdoptFds(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -396,6 +467,7 @@ class NativeChannel final : public Closable {
         }
         r = ReceiveWithFds(fd_, block_->data(), kReadBufferSize, &fds);
         counters_.read_calls++;
+        AdoptFds(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -420,9 +492,7 @@ class NativeChannel final : public Closable {
       }
       break;
     }
-    // Descriptors are not part of any message procwire accepts yet: close
-    // them so a peer cannot fill our descriptor table.
-    for (int fd : fds) CloseFd(fd);
+    if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
 
     if (!messages.empty() || !errors.empty()) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
@@ -433,7 +503,13 @@ class NativeChannel final : public Closable {
       Call(on_read_, 2, argv);
       if (closing_) return;
     }
-    if (end_status == -1000) {
+    if (end_status == -1001) {
+      Local<Value> err;
+      const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
+                                                           : "too many unclaimed descriptors from the peer";
+      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
+      End(0, err);
+    } else if (end_status == -1000) {
       Local<Value> err;
       char message[160];
       std::snprintf(message, sizeof(message),
@@ -451,11 +527,41 @@ class NativeChannel final : public Closable {
                     std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
                     v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
+    if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
+      TakeSegments(isolate, frame);
+      return;
+    }
     counters_.messages_in++;
     counters_.histogram_in[SizeBucket(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1))]++;
     Local<Value> value;
     PayloadMemory* memory = frame.in_place ? block : nullptr;
-    if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value)) {
+    InSegments segments;
+    InSegments* with_segments = nullptr;
+    if (ool_enabled_) {
+      for (Global<ArrayBuffer>& g : next_segments_) segments.buffers.push_back(g.Get(isolate));
+      next_segments_.clear();
+      // Even with none announced, a procwire peer's frame may only refer to
+      // segments it announced: an empty list turns stray references into
+      // coded errors rather than "unknown tag".
+      with_segments = &segments;
+      if (!segments.buffers.empty()) counters_.ool_messages_in++;
+    }
+    if (bad_segments_ != nullptr) {
+      // The announced segments failed their checks: this frame is skipped
+      // with a coded error; the stream itself is intact.
+      const char* why = bad_segments_;
+      bad_segments_ = nullptr;
+      counters_.decode_errors++;
+      Local<Value> err;
+      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) {
+        err = v8::Undefined(isolate);
+      }
+      errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
+      errors->push_back(err);
+      return;
+    }
+    if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
+                      with_segments)) {
       messages->push_back(value);
       return;
     }
@@ -466,6 +572,54 @@ class NativeChannel final : public Closable {
     try_catch->Reset();
     errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
     errors->push_back(err);
+  }
+
+  // Descriptors wait for the control frame that claims them, on channels
+  // that take segments; anywhere else they are closed at once, so a peer
+  // cannot fill our descriptor table. They are adopted right after each
+  // read, before that read's frames are parsed, because the descriptors
+  // travel with the first byte of their control frame.
+  void AdoptFds(std::vector<int>* fds) {
+    for (int fd : *fds) {
+      if (ool_enabled_ && pending_fds_.size() < kMaxPendingFds) {
+        pending_fds_.push_back(fd);
+      } else {
+        CloseFd(fd);
+        if (ool_enabled_) too_many_fds_ = true;
+      }
+    }
+    fds->clear();
+  }
+
+  // A control frame [0xFE][n]: the next frame's n segments are the next n
+  // descriptors received. Each is checked (memfd, sealed against writes,
+  // shrinking and growing) and mapped privately.
+  void TakeSegments(Isolate* isolate, const FrameReader::Frame& frame) {
+    const size_t count = frame.size == 2 ? frame.data[1] : 0;
+    if (count == 0 || count > kMaxSegmentsPerFrame) {
+      segment_protocol_error_ = "malformed segment announcement";
+      return;
+    }
+    if (pending_fds_.size() < count) {
+      segment_protocol_error_ = "a segment announcement arrived without its descriptors";
+      return;
+    }
+    next_segments_.clear();
+    for (size_t i = 0; i < count; i++) {
+      const int fd = pending_fds_.front();
+      pending_fds_.pop_front();
+      int error = 0;
+      Local<ArrayBuffer> ab;
+      if (bad_segments_ == nullptr && MapReceivedSegment(isolate, fd, &error).ToLocal(&ab)) {
+        counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
+        next_segments_.emplace_back(isolate, ab);
+      } else if (bad_segments_ == nullptr) {
+        bad_segments_ = error == EPERM ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+                                       : "a received segment could not be mapped";
+        next_segments_.clear();
+      }
+      CloseFd(fd);
+    }
   }
 
   // The stream ended (status 0), failed (-errno) or was found corrupt (err).
@@ -508,6 +662,7 @@ class NativeChannel final : public Closable {
 
   ~NativeChannel() override {
     CloseFd(fd_);
+    for (int fd : pending_fds_) CloseFd(fd);
     queue_.Clear();
     delete block_;
     Isolate* isolate = data_->isolate;
@@ -533,6 +688,14 @@ class NativeChannel final : public Closable {
   bool closing_ = false;
   bool teardown_ = false;
   Counters counters_;
+  // Out-of-line sending and receiving (procwire peers on unix sockets).
+  bool ool_enabled_;
+  size_t ool_threshold_;
+  std::deque<int> pending_fds_;
+  std::vector<Global<ArrayBuffer>> next_segments_;
+  const char* bad_segments_ = nullptr;
+  const char* segment_protocol_error_ = nullptr;
+  bool too_many_fds_ = false;
   node::async_context async_context_;
   Global<Context> context_;
   Global<Object> wrapper_;

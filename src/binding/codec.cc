@@ -2,9 +2,16 @@
 
 #include <node_buffer.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+
+#include "../core/shm.h"
+#include "../core/socket_io.h"
+#include "segments.h"
 
 namespace procwire {
 
@@ -30,6 +37,9 @@ namespace {
 // Node's host-object tags (serialization.js): views, then everything else.
 constexpr uint32_t kViewTag = 0;
 constexpr uint32_t kOtherHostObjectTag = 1;
+// procwire's extension, only between procwire peers with out-of-line sending
+// on: a view whose bytes are in segment N of this frame.
+constexpr uint32_t kSegmentViewTag = 2;
 // Node's view type indexes (lib/v8.js); 10 is Node's Buffer.
 constexpr uint32_t kBufferIndex = 10;
 constexpr uint32_t kFloat16Index = 13;
@@ -104,8 +114,8 @@ bool IsKnownViewIndex(uint32_t index) {
 
 class SerializerDelegate final : public v8::ValueSerializer::Delegate {
  public:
-  SerializerDelegate(AddonData* data, Local<Context> context)
-      : data_(data), context_(context) {}
+  SerializerDelegate(AddonData* data, Local<Context> context, OutOfLine* ool)
+      : data_(data), context_(context), ool_(ool) {}
   void set_serializer(v8::ValueSerializer* s) { serializer_ = s; }
 
   void ThrowDataCloneError(Local<String> message) override {
@@ -180,6 +190,19 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     }
     Local<ArrayBufferView> v = view.As<ArrayBufferView>();
     const size_t length = v->ByteLength();
+    if (ool_ != nullptr) {
+      int segment = -1;
+      size_t offset = 0;
+      if (!PlaceOutOfLine(v, length, &segment, &offset)) return Nothing<bool>();
+      if (segment >= 0) {
+        serializer_->WriteUint32(kSegmentViewTag);
+        serializer_->WriteUint32(static_cast<uint32_t>(segment));
+        serializer_->WriteUint32(index);
+        serializer_->WriteUint32(static_cast<uint32_t>(offset));
+        serializer_->WriteUint32(static_cast<uint32_t>(length));
+        return Just(true);
+      }
+    }
     serializer_->WriteUint32(kViewTag);
     serializer_->WriteUint32(index);
     serializer_->WriteUint32(static_cast<uint32_t>(length));
@@ -192,15 +215,52 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     return Just(true);
   }
 
+  // Decides whether a view travels out of line; if so sets *segment (and
+  // the view's offset in it), making the segment when needed. Returns false
+  // with an exception pending only on a hard failure.
+  bool PlaceOutOfLine(Local<ArrayBufferView> v, size_t length, int* segment, size_t* offset) {
+    Local<ArrayBuffer> ab = v->Buffer();
+    // A view of a buffer already in a segment of this frame (transferred, or
+    // shared with an earlier large view) points into it.
+    for (size_t i = 0; i < ool_->sources.size(); i++) {
+      if (!ool_->sources[i].IsEmpty() && ool_->sources[i] == ab) {
+        *segment = static_cast<int>(i);
+        *offset = v->ByteOffset();
+        return true;
+      }
+    }
+    if (!ool_->enabled || length < ool_->threshold || length > 0xffffffffu ||
+        ool_->fds.size() >= kMaxSegmentsPerFrame) {
+      return true;
+    }
+    // Copy the whole buffer when the view covers most of it, so other views
+    // of it in this message share the segment (and one ArrayBuffer on
+    // arrival); otherwise only the view's bytes.
+    const uint8_t* base = static_cast<const uint8_t*>(ab->Data());
+    const bool whole = ab->ByteLength() <= 2 * length && ab->ByteLength() <= 0xffffffffu;
+    const uint8_t* from = whole ? base : base + v->ByteOffset();
+    const int fd = CreateSealedCopy(from, whole ? ab->ByteLength() : length);
+    if (fd < 0) return true;  // no memfd to be had: send inline
+    ool_->fds.push_back(fd);
+    ool_->sources.emplace_back();
+    if (whole) ool_->sources.back().Reset(data_->isolate, ab);
+    ool_->segment_bytes += whole ? ab->ByteLength() : length;
+    *segment = static_cast<int>(ool_->fds.size() - 1);
+    *offset = whole ? v->ByteOffset() : 0;
+    return true;
+  }
+
   AddonData* data_;
   Local<Context> context_;
+  OutOfLine* ool_;
   v8::ValueSerializer* serializer_ = nullptr;
 };
 
 class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
  public:
-  DeserializerDelegate(AddonData* data, Local<Context> context, PayloadMemory* memory)
-      : data_(data), context_(context), memory_(memory) {}
+  DeserializerDelegate(AddonData* data, Local<Context> context, PayloadMemory* memory,
+                       InSegments* segments)
+      : data_(data), context_(context), memory_(memory), segments_(segments) {}
   void set_deserializer(v8::ValueDeserializer* d) { deserializer_ = d; }
 
   MaybeLocal<Object> ReadHostObject(Isolate* isolate) override {
@@ -214,6 +274,7 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
       }
       return value.As<Object>();
     }
+    if (tag == kSegmentViewTag && segments_ != nullptr) return ReadSegmentView(isolate);
     if (tag != kViewTag) return Fail("ERR_PROCWIRE_BAD_HOST_TAG", "unknown host object tag");
     uint32_t index;
     uint32_t byte_length;
@@ -268,20 +329,112 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
   const char* failure_code_ = nullptr;
   const char* failure_message_ = nullptr;
 
+  // A view whose bytes are in one of this frame's received segments.
+  MaybeLocal<Object> ReadSegmentView(Isolate* isolate) {
+    uint32_t segment, index, offset, byte_length;
+    if (!deserializer_->ReadUint32(&segment) || !deserializer_->ReadUint32(&index) ||
+        !deserializer_->ReadUint32(&offset) || !deserializer_->ReadUint32(&byte_length)) {
+      return Fail("ERR_PROCWIRE_DECODE", "truncated segment reference");
+    }
+    if (segment >= segments_->buffers.size()) {
+      return Fail("ERR_PROCWIRE_SEGMENT", "reference to a segment the frame does not carry");
+    }
+    if (!IsKnownViewIndex(index)) {
+      return Fail("ERR_PROCWIRE_BAD_VIEW_TYPE", "unknown ArrayBufferView type index");
+    }
+    const size_t element = BytesPerElement(index);
+    if (byte_length % element != 0) {
+      return Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH",
+                  "ArrayBufferView byte length is not a multiple of its element size");
+    }
+    Local<ArrayBuffer> ab = segments_->buffers[segment];
+    if (static_cast<uint64_t>(offset) + byte_length > ab->ByteLength()) {
+      return Fail("ERR_PROCWIRE_SEGMENT", "segment reference runs past the end of the segment");
+    }
+    if (offset % element == 0) return MakeView(isolate, index, ab, offset, byte_length);
+    std::unique_ptr<BackingStore> store = ArrayBuffer::NewBackingStore(isolate, byte_length);
+    std::memcpy(store->Data(), static_cast<const uint8_t*>(ab->Data()) + offset, byte_length);
+    return MakeView(isolate, index, ArrayBuffer::New(isolate, std::move(store)), 0, byte_length);
+  }
+
   AddonData* data_;
   Local<Context> context_;
   PayloadMemory* memory_;
+  InSegments* segments_;
   v8::ValueDeserializer* deserializer_ = nullptr;
 };
 
 
+// Puts each transferred ArrayBuffer in a segment of its own, first, so V8's
+// transfer ids equal segment indexes. A buffer made by procwire.alloc hands
+// over its memfd (dup'd; sealed after the encode); any other is copied into a
+// sealed segment now. Inline channels (ool->enabled false) keep the bytes in
+// the payload and only detach afterwards.
+bool PrepareTransfers(AddonData* data, Local<Context> context, v8::ValueSerializer* serializer,
+                      OutOfLine* ool) {
+  if (!ool->enabled) return true;
+  if (ool->transfer.size() > kMaxSegmentsPerFrame) {
+    ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER", "too many buffers in one transfer list (at most 64)");
+    return false;
+  }
+  for (size_t i = 0; i < ool->transfer.size(); i++) {
+    Local<ArrayBuffer> ab = ool->transfer[i];
+    size_t allocated = 0;
+    const int owner = FindAllocatedSegment(ab->Data(), &allocated);
+    int fd;
+    if (owner >= 0 && allocated == ab->ByteLength()) {
+      // Our own descriptor for the queue; the buffer's is closed when its
+      // mapping goes.
+      fd = fcntl(owner, F_DUPFD_CLOEXEC, 0);
+    } else {
+      fd = CreateSealedCopy(static_cast<const uint8_t*>(ab->Data()), ab->ByteLength());
+    }
+    if (fd < 0) {
+      ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER", "could not make a segment for a transferred buffer");
+      return false;
+    }
+    ool->fds.push_back(fd);
+    ool->sources.emplace_back(data->isolate, ab);
+    ool->segment_bytes += ab->ByteLength();
+    serializer->TransferArrayBuffer(static_cast<uint32_t>(i), ab);
+  }
+  return true;
+}
+
+// After a successful encode: detaches every transferred buffer (the sender
+// loses access, as with postMessage), which unmaps an allocated segment's
+// shared mapping, then seals that segment so the receiver cannot see later
+// writes.
+bool FinishTransfers(AddonData* data, Local<Context> context, OutOfLine* ool) {
+  for (size_t i = 0; i < ool->transfer.size(); i++) {
+    Local<ArrayBuffer> ab = ool->transfer[i];
+    std::shared_ptr<BackingStore> store = ab->GetBackingStore();
+    if (ab->IsDetachable()) {
+      if (ab->Detach(Local<Value>()).IsNothing()) return false;
+    }
+    store.reset();
+    if (ool->enabled && i < ool->fds.size()) {
+      const int r = SealSegment(ool->fds[i]);
+      // EPERM: already sealed (a copy made above). EBUSY: the memory is still
+      // mapped writable elsewhere (another holder of the backing store).
+      if (r < 0 && r != -EPERM) {
+        ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER",
+                        "a transferred buffer is still in use elsewhere and cannot be sealed");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
-                    EncodedFrame* out) {
+                    EncodedFrame* out, OutOfLine* ool) {
   Isolate* isolate = data->isolate;
-  SerializerDelegate delegate(data, context);
+  SerializerDelegate delegate(data, context, ool);
   v8::ValueSerializer serializer(isolate, &delegate);
   delegate.set_serializer(&serializer);
   serializer.SetTreatArrayBufferViewsAsHostObjects(true);
+  if (ool != nullptr && !PrepareTransfers(data, context, &serializer, ool)) return false;
   // Room for the length header first, then the V8 header and value, so the
   // frame is one block that goes to the socket as it is.
   static const uint8_t kPlaceholder[kAdvancedHeaderSize] = {0, 0, 0, 0};
@@ -300,6 +453,11 @@ bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
   WriteU32BigEndian(released.first, static_cast<uint32_t>(payload));
   out->data = released.first;
   out->size = released.second;
+  if (ool != nullptr && !FinishTransfers(data, context, ool)) {
+    std::free(out->data);
+    out->data = nullptr;
+    return false;
+  }
   return true;
 }
 
@@ -358,7 +516,8 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
 // delegate refused a host object, *failure gets its code and message.
 bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
                      const uint8_t* payload, size_t size, PayloadMemory* memory,
-                     Local<Value>* out, const char** failure_code, const char** failure_message) {
+                     Local<Value>* out, const char** failure_code, const char** failure_message,
+                     InSegments* segments) {
   Isolate* isolate = data->isolate;
   if (format == WireFormat::kJson) {
     Local<String> text;
@@ -370,9 +529,15 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
     }
     return v8::JSON::Parse(context, text).ToLocal(out);
   }
-  DeserializerDelegate delegate(data, context, memory);
+  DeserializerDelegate delegate(data, context, memory, segments);
   v8::ValueDeserializer deserializer(isolate, payload, size, &delegate);
   delegate.set_deserializer(&deserializer);
+  if (segments != nullptr) {
+    // Transferred ArrayBuffers were given ids equal to their segment index.
+    for (size_t i = 0; i < segments->buffers.size(); i++) {
+      deserializer.TransferArrayBuffer(static_cast<uint32_t>(i), segments->buffers[i]);
+    }
+  }
   bool header_ok = false;
   if (!deserializer.ReadHeader(context).To(&header_ok) || !header_ok) return false;
   if (deserializer.ReadValue(context).ToLocal(out)) return true;
@@ -384,14 +549,32 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
 }  // namespace
 
 bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format,
-                 Local<Value> value, EncodedFrame* out) {
-  return format == WireFormat::kAdvanced ? EncodeAdvanced(data, context, value, out)
-                                         : EncodeJson(data, context, value, out);
+                 Local<Value> value, EncodedFrame* out, OutOfLine* ool) {
+  if (format == WireFormat::kAdvanced) {
+    const bool ok = EncodeAdvanced(data, context, value, out, ool);
+    if (!ok && ool != nullptr) {
+      for (int fd : ool->fds) CloseFd(fd);
+      ool->fds.clear();
+    }
+    return ok;
+  }
+  if (!EncodeJson(data, context, value, out)) return false;
+  // json has no binary views; a transfer still detaches.
+  if (ool != nullptr && !ool->transfer.empty()) {
+    OutOfLine detach_only;
+    detach_only.transfer = ool->transfer;
+    if (!FinishTransfers(data, context, &detach_only)) {
+      std::free(out->data);
+      out->data = nullptr;
+      return false;
+    }
+  }
+  return true;
 }
 
 bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
                    const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   Local<Value>* out) {
+                   Local<Value>* out, InSegments* segments) {
   Isolate* isolate = data->isolate;
   Local<Value> exception;
   const char* failure_code = nullptr;
@@ -399,7 +582,7 @@ bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
   {
     TryCatch try_catch(isolate);
     if (DecodeUnchecked(data, context, format, payload, size, memory, out, &failure_code,
-                        &failure_message)) {
+                        &failure_message, segments)) {
       return true;
     }
     if (try_catch.HasTerminated()) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "../core/frame_reader.h"
 #include "addon_data.h"
@@ -24,11 +25,42 @@ struct EncodedFrame {
   size_t size = 0;
 };
 
+// Out-of-line sending (procwire peers over unix sockets only): large views
+// travel in sealed memfd segments passed beside the frame, and the payload
+// holds a reference (host-object tag 2, a procwire extension Node never
+// sees). ArrayBuffers in `transfer` are handed over (zero copy when made by
+// procwire.alloc) and detached after a successful encode.
+struct OutOfLine {
+  // Views of at least this many bytes go out of line; SIZE_MAX: none.
+  size_t threshold = SIZE_MAX;
+  bool enabled = false;
+  std::vector<v8::Local<v8::ArrayBuffer>> transfer;
+  // Filled by EncodeFrame: one descriptor per segment, in reference order.
+  // The caller owns them (and closes them if it does not send them).
+  std::vector<int> fds;
+  // The ArrayBuffer each segment holds (whole), or empty for a segment that
+  // holds only one view's bytes; used so views sharing a buffer share a
+  // segment and arrive sharing one ArrayBuffer.
+  // Globals: V8 calls the serializer delegate inside HandleScopes of its
+  // own, so a Local made there would not outlive the call.
+  std::vector<v8::Global<v8::ArrayBuffer>> sources;
+  size_t segment_bytes = 0;
+};
+
+// At most this many segments travel with one message (one sendmsg's worth of
+// descriptors on the receiving side); further large views go inline.
+constexpr size_t kMaxSegmentsPerFrame = 64;
+
+// Received segments for the frame being decoded, in reference order.
+struct InSegments {
+  std::vector<v8::Local<v8::ArrayBuffer>> buffers;
+};
+
 // Encodes value as one frame of the given format: for advanced, the u32
 // big-endian length header and the V8 payload; for json, the JSON text and
-// '\n'.
+// '\n'. ool may be null (everything inline, nothing transferred).
 bool EncodeFrame(AddonData* data, v8::Local<v8::Context> context, WireFormat format,
-                 v8::Local<v8::Value> value, EncodedFrame* out);
+                 v8::Local<v8::Value> value, EncodedFrame* out, OutOfLine* ool = nullptr);
 
 // Where a payload's bytes live, so decoded views may borrow them instead of
 // copying (as Node's deserializer does for aligned views).
@@ -46,7 +78,7 @@ class PayloadMemory {
 // (ERR_PROCWIRE_DECODE or a more specific code) when the payload is invalid.
 bool DecodePayload(AddonData* data, v8::Local<v8::Context> context, WireFormat format,
                    const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   v8::Local<v8::Value>* out);
+                   v8::Local<v8::Value>* out, InSegments* segments = nullptr);
 
 // Index of a top-level message's size bucket for the log-spaced histograms:
 // bucket i holds sizes in [2^i, 2^(i+1)), bucket 0 also holds 0.

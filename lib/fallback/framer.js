@@ -1,0 +1,210 @@
+'use strict';
+// The pure-JavaScript NativeFramer: a byte stream pushed in arbitrary pieces
+// in, decoded messages out, with the native framer's semantics:
+//   advanced  u32 big-endian payload length (unsigned), then the payload;
+//   json      the payload, then '\n'.
+// A frame whose declared length (or a line that grows) past maxMessageSize is
+// fatal: the stream cannot be framed any more. A frame that arrives whole but
+// does not decode is reported as an error entry and the stream goes on.
+//
+// push(view[, sizes]) -> [messages, errors | undefined, fatal | undefined]
+//   errors: flat (index, error) pairs; the bad frame came just before
+//   messages[index]. `sizes`, when given, receives each frame's wire size
+//   (header or terminator included), in order, for statistics.
+// Frames wholly inside a pushed chunk are decoded in place (decoded views may
+// borrow the chunk's memory, as with the native framer); reassembled frames
+// are decoded with copies.
+
+const codec = require('./codec');
+
+const HEADER = 4;
+const NEWLINE = 0x0a;
+
+const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
+const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
+const typedArrayByteLength = getter(TypedArrayPrototype, 'byteLength');
+const dataViewBuffer = getter(DataView.prototype, 'buffer');
+const dataViewByteOffset = getter(DataView.prototype, 'byteOffset');
+const dataViewByteLength = getter(DataView.prototype, 'byteLength');
+const isDataView = require('util').types.isDataView;
+
+function bytesOf(view) {
+  if (isDataView(view)) {
+    return new Uint8Array(dataViewBuffer.call(view), dataViewByteOffset.call(view), dataViewByteLength.call(view));
+  }
+  return new Uint8Array(typedArrayBuffer.call(view), typedArrayByteOffset.call(view), typedArrayByteLength.call(view));
+}
+
+class JsFramer {
+  constructor(format, max, decode = codec.decode) {
+    this._format = format === 1 ? 1 : 0;
+    this._max = max;
+    this._decode = decode;
+    // advanced: the header while incomplete, then the payload being filled.
+    this._header = new Uint8Array(HEADER);
+    this._headerHave = 0;
+    this._payload = null;
+    this._payloadHave = 0;
+    // json: pieces of the line so far.
+    this._pieces = [];
+    this._pendingLength = 0;
+    this._failedDeclared = -1;
+  }
+
+  buffering() {
+    if (this._format === 1) return this._pendingLength;
+    return this._payload === null ? this._headerHave : HEADER + this._payloadHave;
+  }
+
+  _fatal(declared) {
+    const { makeError } = codec.state;
+    return makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+      `frame of ${declared} bytes exceeds maxMessageSize (${this._max} bytes)`);
+  }
+
+  _fail(declared) {
+    this._failedDeclared = declared;
+    this._header = null;
+    this._payload = null;
+    this._headerHave = 0;
+    this._payloadHave = 0;
+    this._pieces = [];
+    this._pendingLength = 0;
+  }
+
+  push(view, sizes) {
+    const messages = [];
+    let errors;
+    const deliver = (payload, copy) => {
+      if (sizes !== undefined) sizes.push(payload.length + (this._format === 1 ? 1 : HEADER));
+      try {
+        messages.push(this._decode(this._format, payload, copy));
+      } catch (err) {
+        if (errors === undefined) errors = [];
+        errors.push(messages.length, err);
+      }
+    };
+    if (this._failedDeclared < 0) {
+      const bytes = bytesOf(view);
+      if (this._format === 1) this._pushJson(bytes, deliver); else this._pushAdvanced(bytes, deliver);
+    }
+    const fatal = this._failedDeclared >= 0 ? this._fatal(this._failedDeclared) : undefined;
+    return [messages, errors, fatal];
+  }
+
+  _pushAdvanced(bytes, deliver) {
+    const size = bytes.length;
+    const max = this._max;
+    let pos = 0;
+    if (this._headerHave > 0 || this._payload !== null) {
+      if (this._payload === null) {
+        const take = Math.min(HEADER - this._headerHave, size);
+        this._header.set(bytes.subarray(0, take), this._headerHave);
+        this._headerHave += take;
+        pos = take;
+        if (this._headerHave < HEADER) return;
+        const h = this._header;
+        const length = ((h[0] << 24) >>> 0) + (h[1] << 16) + (h[2] << 8) + h[3];
+        if (length > max) {
+          this._fail(length);
+          return;
+        }
+        this._payload = new Uint8Array(length);
+        this._payloadHave = 0;
+      }
+      const payload = this._payload;
+      const take = Math.min(payload.length - this._payloadHave, size - pos);
+      if (take > 0) payload.set(bytes.subarray(pos, pos + take), this._payloadHave);
+      this._payloadHave += take;
+      pos += take;
+      if (this._payloadHave < payload.length) return;
+      this._payload = null;
+      this._headerHave = 0;
+      this._payloadHave = 0;
+      deliver(payload, true);
+    }
+    while (pos < size) {
+      if (size - pos < HEADER) {
+        this._header.set(bytes.subarray(pos, size), 0);
+        this._headerHave = size - pos;
+        return;
+      }
+      const length = ((bytes[pos] << 24) >>> 0) + (bytes[pos + 1] << 16) + (bytes[pos + 2] << 8) + bytes[pos + 3];
+      if (length > max) {
+        this._fail(length);
+        return;
+      }
+      const end = pos + HEADER + length;
+      if (end <= size) {
+        deliver(bytes.subarray(pos + HEADER, end), false);
+        pos = end;
+        continue;
+      }
+      // Need more: keep the tail in a buffer sized for the whole payload.
+      this._headerHave = HEADER;
+      this._payload = new Uint8Array(length);
+      this._payload.set(bytes.subarray(pos + HEADER, size), 0);
+      this._payloadHave = size - pos - HEADER;
+      return;
+    }
+  }
+
+  _takeLine() {
+    const pieces = this._pieces;
+    let line;
+    if (pieces.length === 1) {
+      line = pieces[0].slice();
+    } else {
+      line = new Uint8Array(this._pendingLength);
+      let at = 0;
+      for (const p of pieces) {
+        line.set(p, at);
+        at += p.length;
+      }
+    }
+    this._pieces = [];
+    this._pendingLength = 0;
+    return line;
+  }
+
+  _pushJson(bytes, deliver) {
+    const size = bytes.length;
+    const max = this._max;
+    let pos = 0;
+    if (this._pendingLength > 0) {
+      const nl = bytes.indexOf(NEWLINE);
+      const take = nl < 0 ? size : nl;
+      if (this._pendingLength + take > max) {
+        this._fail(this._pendingLength + take);
+        return;
+      }
+      if (take > 0) {
+        this._pieces.push(bytes.slice(0, take));
+        this._pendingLength += take;
+      }
+      if (nl < 0) return;
+      deliver(this._takeLine(), true);
+      pos = take + 1;
+    }
+    while (pos < size) {
+      const remaining = size - pos;
+      const scan = max < remaining ? max + 1 : remaining;
+      const nl = bytes.indexOf(NEWLINE, pos);
+      if (nl < 0 || nl - pos >= scan) {
+        if (remaining > max) {
+          this._fail(remaining);
+          return;
+        }
+        this._pieces.push(bytes.slice(pos, size));
+        this._pendingLength = remaining;
+        return;
+      }
+      deliver(bytes.subarray(pos, nl), false);
+      pos = nl + 1;
+    }
+  }
+}
+
+module.exports = { JsFramer };

@@ -1,0 +1,820 @@
+'use strict';
+// procwire channels over NATS (the official `nats` client, core NATS).
+//
+//   procwire.listen('nats://host:4222', { subject: 'jobs', queue: 'workers' }, (ch) => ...)
+//   const ch = await procwire.connect('nats://host:4222', { subject: 'jobs' })
+//
+// Addressing. A listener subscribes to `subject` in a queue group (default
+// 'procwire'), so every hello goes to exactly one listener of the group: many
+// worker processes on many hosts share one subject and NATS spreads the
+// channels over them. A connecting client picks a private subject
+// <prefix>.<nuid> (prefix '_PROCWIRE'), subscribes to it and sends a hello as
+// a NATS request on `subject`; the listener that gets it makes the channel's
+// other end on its own private subject and replies with it. From then on the
+// two ends publish straight to each other's subject: one NATS message per
+// procwire message, its payload the codec's payload without the stream
+// framing (advanced: the V8 serialization bytes with no u32 length header;
+// json: the JSON text with no '\n'), so NATS tools and other clients can read
+// and write them.
+//
+// Requests are NATS request/reply: channel.request() publishes the payload to
+// the peer's subject with a reply subject <own subject>.r.<id>; the peer's
+// responder answers there (an error as JSON with a `Procwire-Error` header).
+// A plain NATS client can `nc.request(<channel subject>, payload)` too.
+//
+// Delivery: core NATS is at-most-once. Messages are delivered in order, but a
+// message that is in flight when a NATS server or connection fails is lost,
+// and nothing is stored for a peer that is not subscribed. Requests therefore
+// take a `timeout`, and `retries` to re-send after a timeout (or after "no
+// responders" while the peer resubscribes during a failover), which makes a
+// request at-least-once: the responder may run twice. While the client is
+// disconnected, sends are kept (and count against the high-water mark) and
+// published in order after it reconnects; what was already handed to the
+// failed connection may be lost.
+
+const EventEmitter = require('events');
+const { Channel } = require('./channel');
+const codecs = require('./codec');
+const { makeError } = require('./errors');
+const { invalidArg, validateObject, validateSize, validateSerialization } = require('./validate');
+
+const REQUEST = 'NODE_PROCWIRE_REQ';
+const RESPONSE = 'NODE_PROCWIRE_RES';
+const CTL = 'Procwire';             // control header: hello, bye, ping, pong
+const ERROR_HEADER = 'Procwire-Error';
+const DEFAULT_PREFIX = '_PROCWIRE';
+const DEFAULT_QUEUE = 'procwire';
+const DEFAULT_HELLO_TIMEOUT = 5000;
+const DEFAULT_HEARTBEAT = 5000;
+const HIST = 32;
+const RETRYABLE = new Set(['ERR_PROCWIRE_REQUEST_TIMEOUT', 'ERR_PROCWIRE_PEER_UNREACHABLE']);
+const DEFAULT_RETRY_DELAY = 100;
+
+let natsModule;
+function nats() {
+  if (!natsModule) {
+    try {
+      natsModule = require('nats');
+    } catch (err) {
+      throw makeError('ERR_PROCWIRE_NATS', `the nats package could not be loaded (${err.message}); run \`npm install nats\``, err);
+    }
+  }
+  return natsModule;
+}
+
+// A subject of tokens without wildcards or whitespace.
+function validateSubject(value, name, allowEmpty = false) {
+  if (value === undefined && allowEmpty) return undefined;
+  if (typeof value !== 'string' || value.length === 0 || /[\s*>]/.test(value) ||
+      value.startsWith('.') || value.endsWith('.') || value.includes('..')) {
+    throw invalidArg(`${name} must be a NATS subject without wildcards or spaces, got ${String(value)}`);
+  }
+  return value;
+}
+
+// 'nats://a:4222' or 'nats://a:4222,nats://b:4222', plus options.servers.
+function serversFor(target, options) {
+  const list = String(target).split(',').map((s) => s.trim()).filter(Boolean);
+  if (options.servers !== undefined) {
+    if (!Array.isArray(options.servers)) throw invalidArg('options.servers must be an array of URLs');
+    list.push(...options.servers.map(String));
+  }
+  return list;
+}
+
+function natsOptions(servers, options) {
+  const extra = validateObject(options.nats, 'options.nats');
+  return {
+    servers,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    ...extra,
+  };
+}
+
+// Wraps a NATS error in a coded one.
+function natsError(code, message, err) {
+  return makeError(code, err ? `${message}: ${err.message}` : message, err || undefined,
+    err && err.code !== undefined ? { natsCode: err.code } : undefined);
+}
+
+// ---- one NATS connection, shared by the channels that use it ----------------
+
+class Link {
+  constructor(nc, owned) {
+    this.nc = nc;
+    this.owned = owned;
+    this.users = 0;
+    this.handles = new Set();
+    this.listeners = new Set();
+    this.online = true;
+    this.closed = false;
+    this._watch();
+    nc.closed().then((err) => this._onClosed(err), (err) => this._onClosed(err));
+  }
+
+  async _watch() {
+    try {
+      for await (const s of this.nc.status()) {
+        if (s.type === 'disconnect') this.online = false;
+        else if (s.type === 'reconnect') this.online = true;
+        const status = { type: s.type, data: s.data };
+        for (const l of this.listeners) l(status);
+        for (const h of [...this.handles]) h._status(status);
+      }
+    } catch { /* the iterator ends when the connection closes */ }
+  }
+
+  // Connected right now? (The status event can lag the socket by a tick; the
+  // protocol's flag does not.)
+  isOnline() {
+    if (this.closed || this.nc.isClosed()) return false;
+    const p = this.nc.protocol;
+    if (p && p.connected === false) return false;
+    return this.online;
+  }
+
+  _onClosed(err) {
+    this.closed = true;
+    this.online = false;
+    for (const h of [...this.handles]) h._linkClosed(err);
+  }
+
+  acquire() {
+    this.users++;
+  }
+
+  release() {
+    if (--this.users > 0 || !this.owned || this.closed) return;
+    // Let the last publishes (a bye) reach the server, then close.
+    const nc = this.nc;
+    let timer;
+    Promise.race([nc.flush(), new Promise((r) => { timer = setTimeout(r, 2000); })])
+      .catch(() => {})
+      .finally(() => { clearTimeout(timer); nc.close().catch(() => {}); });
+  }
+}
+
+async function openLink(servers, options) {
+  if (options.connection !== undefined) {
+    const nc = options.connection;
+    if (nc === null || typeof nc.publish !== 'function' || typeof nc.subscribe !== 'function') {
+      throw invalidArg('options.connection must be a NatsConnection from the nats package');
+    }
+    if (!nc._procwireLink) nc._procwireLink = new Link(nc, false);
+    return nc._procwireLink;
+  }
+  if (servers.length === 0) throw invalidArg('a NATS URL (nats://host:port) is required');
+  let nc;
+  try {
+    nc = await nats().connect(natsOptions(servers, options));
+  } catch (err) {
+    if (err && err.code === 'ERR_PROCWIRE_NATS') throw err;
+    throw natsError('ERR_PROCWIRE_CONNECT_FAILED', `cannot connect to NATS at ${servers.join(',')}`, err);
+  }
+  return new Link(nc, true);
+}
+
+function headersWith(key, value) {
+  const h = nats().headers();
+  h.set(key, value);
+  return h;
+}
+
+function serializeError(err) {
+  if (err instanceof Error) return { name: err.name, message: err.message, code: err.code, stack: err.stack };
+  return { name: 'Error', message: String(err) };
+}
+
+// ---- the handle: NativeChannel's interface over NATS --------------------------
+
+class NatsHandle {
+  constructor(link, subject, peerSubject, options) {
+    this.link = link;
+    this.nc = link.nc;
+    this.subject = subject;          // where this end receives
+    this.peer = peerSubject;         // where the other end receives
+    this.serialization = options.serialization;
+    this.codec = codecs[options.serialization];
+    this.maxMessageSize = options.maxMessageSize;
+    this.heartbeat = options.heartbeat;
+    this.peerTimeout = options.peerTimeout;
+    this.cb = null;
+    this.owner = null;
+    this.closed = false;
+    this.peerGone = false;
+    this.reading = true;
+    this.inbox = [];                 // messages held while paused or not yet attached
+    this.queue = [];                 // publishes not yet handed to the connection
+    this.pushed = 0;
+    this.handed = 0;
+    this.written = 0;
+    this.acking = false;
+    this.inbound = new Map();        // local request id -> NATS reply subject
+    this.nextInbound = 1;
+    this.lastHeard = Date.now();
+    this.hbTimer = null;
+    this.counts = { messagesIn: 0, messagesOut: 0, bytesIn: 0, bytesOut: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0 };
+    this.histIn = new Array(HIST).fill(0);
+    this.histOut = new Array(HIST).fill(0);
+    const onMsg = (err, msg) => this._onMessage(err, msg);
+    this.subs = [
+      this.nc.subscribe(subject, { callback: onMsg }),
+      this.nc.subscribe(`${subject}.r.*`, { callback: onMsg }),
+    ];
+    link.handles.add(this);
+    link.acquire();
+  }
+
+  // Called by the Channel constructor (createHandle).
+  attach(callbacks) {
+    this.cb = callbacks;
+    if (this.inbox.length > 0) process.nextTick(() => this._drainInbox());
+    return this;
+  }
+
+  startHeartbeat() {
+    if (this.heartbeat <= 0 || this.closed) return;
+    this.lastHeard = Date.now();
+    this.hbTimer = setInterval(() => this._beat(), this.heartbeat);
+    this.hbTimer.unref();
+  }
+
+  // ---- NativeChannel interface ----
+
+  write(value) {
+    let entry;
+    if (typeof value === 'object' && value !== null && value.cmd === REQUEST && this.peer !== null) {
+      entry = { subject: this.peer, payload: this._encode(value.body), reply: `${this.subject}.r.${value.id}`, headers: undefined };
+    } else if (typeof value === 'object' && value !== null && value.cmd === RESPONSE) {
+      const reply = this.inbound.get(value.id);
+      let payload;
+      let headers;
+      if (value.ok) {
+        payload = this._encode(value.body);       // throws (coded) before anything changes
+      } else {
+        payload = Buffer.from(JSON.stringify(value.error || {}));
+        headers = headersWith(ERROR_HEADER, '1');
+      }
+      if (reply === undefined) return this.pushed;
+      this.inbound.delete(value.id);
+      entry = { subject: reply, payload, reply: undefined, headers };
+    } else {
+      entry = { subject: this.peer, payload: this._encode(value), reply: undefined, headers: undefined };
+    }
+    this._queue(entry);
+    return this.pushed;
+  }
+
+  writeBuffer(bytes) {
+    this._queue({ subject: this.peer, payload: Buffer.from(bytes), reply: undefined, headers: undefined });
+    return this.pushed;
+  }
+
+  flush() {
+    if (this.closed || this.queue.length === 0 || !this.link.isOnline()) return this.written;
+    const q = this.queue;
+    this.queue = [];
+    this.counts.writeCalls++;
+    try {
+      for (const e of q) {
+        this.nc.publish(e.subject, e.payload,
+          e.reply === undefined && e.headers === undefined ? undefined : { reply: e.reply, headers: e.headers });
+      }
+    } catch (err) {
+      // The connection closed under us; _linkClosed finishes the channel.
+      if (this.nc.isClosed()) return this.written;
+      throw natsError('ERR_PROCWIRE_NATS', 'NATS publish failed', err);
+    }
+    this.handed = this.pushed;
+    this._ack();
+    return this.written;
+  }
+
+  readStart() {
+    this.reading = true;
+    if (this.inbox.length > 0) process.nextTick(() => this._drainInbox());
+  }
+
+  readStop() {
+    this.reading = false;
+  }
+
+  // The NATS client keeps its own timers; unref() is best effort (its socket).
+  ref() {
+    const s = this._socket();
+    if (s) s.ref();
+  }
+
+  unref() {
+    const s = this._socket();
+    if (s) s.unref();
+  }
+
+  shutdownWrite() {}
+
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.hbTimer) clearInterval(this.hbTimer);
+    const online = this.link.isOnline();
+    if (online) {
+      // Requests we were still answering: tell their senders now instead of
+      // letting them time out.
+      const gone = Buffer.from(JSON.stringify({ name: 'ChannelClosedError', message: 'channel closed', code: 'ERR_PROCWIRE_CHANNEL_CLOSED' }));
+      for (const reply of this.inbound.values()) {
+        try { this.nc.publish(reply, gone, { headers: headersWith(ERROR_HEADER, '1') }); } catch { /* closed */ }
+      }
+      if (!this.peerGone && this.peer !== null) {
+        try { this.nc.publish(this.peer, undefined, { headers: headersWith(CTL, 'bye') }); } catch { /* closed */ }
+      }
+    }
+    this.inbound.clear();
+    for (const sub of this.subs) {
+      try { sub.unsubscribe(); } catch { /* closed */ }
+    }
+    this.link.handles.delete(this);
+    this.link.release();
+  }
+
+  stats() {
+    const c = this.counts;
+    const buffered = this.inbox.reduce((n, m) => n + m.data.length, 0);
+    return [c.messagesIn, c.messagesOut, c.bytesIn, c.bytesOut, this.pushed - this.written, c.writeCalls,
+      c.readCalls, c.decodeErrors, buffered, ...this.histIn, ...this.histOut];
+  }
+
+  // ---- internals ----
+
+  _socket() {
+    try {
+      const t = this.nc.protocol && this.nc.protocol.transport;
+      return t && t.socket && typeof t.socket.ref === 'function' ? t.socket : null;
+    } catch {
+      return null;
+    }
+  }
+
+  _encode(value) {
+    const frame = this.codec.encode(value);
+    const payload = this.serialization === 'advanced' ? frame.subarray(4) : frame.subarray(0, frame.length - 1);
+    const info = this.nc.info;
+    const limit = info && info.max_payload ? info.max_payload : Infinity;
+    if (payload.length > limit) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${payload.length} bytes exceeds the NATS server's max_payload (${limit})`);
+    }
+    return payload;
+  }
+
+  _queue(entry) {
+    const n = entry.payload.length;
+    this.queue.push(entry);
+    this.pushed += n;
+    this.counts.messagesOut++;
+    this.counts.bytesOut += n;
+    this.histOut[bucket(n)]++;
+  }
+
+  // Bytes count as written once the server has them: one PING/PONG (nc.flush)
+  // in flight at a time covers everything published before it. If the
+  // connection drops first, they are out of our hands (at-most-once).
+  _ack() {
+    if (this.acking || this.handed === this.written || this.closed) return;
+    this.acking = true;
+    const mark = this.handed;
+    const done = () => {
+      this.acking = false;
+      if (this.closed) return;
+      if (mark > this.written) {
+        this.written = mark;
+        if (this.cb) this.cb.onwrite(this.written);
+      }
+      if (this.closed) return;
+      if (this.queue.length > 0) this.flush(); else this._ack();
+    };
+    this.nc.flush().then(done, done);
+  }
+
+  _status(status) {
+    if (this.closed) return;
+    if (status.type === 'reconnect') {
+      this.lastHeard = Date.now();
+      if (this.queue.length > 0) this.flush();
+      else this._ack();
+    }
+    if (this.owner) this.owner.emit('status', status);
+  }
+
+  _linkClosed(err) {
+    if (this.closed || !this.owner) {
+      if (!this.closed) this.close();
+      return;
+    }
+    this.owner._finish('error', natsError('ERR_PROCWIRE_NATS', 'NATS connection closed', err));
+  }
+
+  _beat() {
+    if (this.closed) return;
+    const now = Date.now();
+    if (!this.link.isOnline()) {
+      this.lastHeard = now;      // our outage, not the peer's
+      return;
+    }
+    if (now - this.lastHeard > this.peerTimeout) {
+      this._peerLost();
+      return;
+    }
+    if (now - this.lastHeard < this.heartbeat || this.peer === null) return;
+    this.nc.request(this.peer, undefined, { timeout: this.heartbeat, headers: headersWith(CTL, 'ping') })
+      .then(() => { this.lastHeard = Date.now(); }, () => {});
+  }
+
+  _peerLost() {
+    if (this.closed || this.peerGone) return;
+    this.peerGone = true;
+    if (this.cb) this.cb.onend(0);
+  }
+
+  _onMessage(err, msg) {
+    if (this.closed) return;
+    if (err) {
+      if (this.owner) this.owner._emitError(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      return;
+    }
+    this.lastHeard = Date.now();
+    const h = msg.headers;
+    if (h !== undefined && msg.subject === this.subject) {
+      const ctl = h.get(CTL);
+      if (ctl === 'ping') {
+        if (msg.reply) try { msg.respond(undefined, { headers: headersWith(CTL, 'pong') }); } catch { /* closed */ }
+        return;
+      }
+    }
+    if (this.cb === null || !this.reading || this.inbox.length > 0) {
+      this.inbox.push(msg);
+      return;
+    }
+    this._deliver(msg);
+  }
+
+  _drainInbox() {
+    while (this.inbox.length > 0 && this.reading && this.cb !== null && !this.closed) this._deliver(this.inbox.shift());
+  }
+
+  _decode(data) {
+    if (data.length > this.maxMessageSize) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${data.length} bytes exceeds maxMessageSize (${this.maxMessageSize}); skipped`);
+    }
+    return this.codec.decode(data);
+  }
+
+  _deliver(msg) {
+    const data = msg.data;
+    const c = this.counts;
+    c.readCalls++;
+    c.messagesIn++;
+    c.bytesIn += data.length;
+    this.histIn[bucket(data.length)]++;
+    if (msg.subject !== this.subject) {
+      this._onReply(msg);
+      return;
+    }
+    // The peer's bye comes after its last message, in order.
+    if (msg.headers !== undefined && msg.headers.get(CTL) === 'bye') {
+      this._peerLost();
+      return;
+    }
+    let value;
+    try {
+      value = this._decode(data);
+    } catch (err) {
+      c.decodeErrors++;
+      if (msg.reply) {
+        try {
+          this.nc.publish(msg.reply, Buffer.from(JSON.stringify(serializeError(err))), { headers: headersWith(ERROR_HEADER, '1') });
+        } catch { /* closed */ }
+      }
+      this.cb.onread([], [0, err]);
+      return;
+    }
+    if (msg.reply) {
+      const id = this.nextInbound++;
+      this.inbound.set(id, msg.reply);
+      this.cb.onread([{ cmd: REQUEST, id, body: value }], undefined);
+    } else {
+      this.cb.onread([value], undefined);
+    }
+  }
+
+  _onReply(msg) {
+    const id = Number(msg.subject.slice(this.subject.length + 3));
+    const h = msg.headers;
+    if (h !== undefined && h.hasError) {
+      // 503: no subscriber for the peer's subject.
+      if (this.owner) {
+        this.owner._settleRequest(id, makeError('ERR_PROCWIRE_PEER_UNREACHABLE',
+          `no subscriber on ${this.peer} (NATS ${h.status})`));
+      }
+      return;
+    }
+    if (h !== undefined && h.get(ERROR_HEADER)) {
+      let error;
+      try { error = JSON.parse(Buffer.from(msg.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
+      this.cb.onread([{ cmd: RESPONSE, id, ok: false, error }], undefined);
+      return;
+    }
+    let body;
+    try {
+      body = this._decode(msg.data);
+    } catch (err) {
+      this.counts.decodeErrors++;
+      if (this.owner) this.owner._settleRequest(id, err);
+      return;
+    }
+    this.cb.onread([{ cmd: RESPONSE, id, ok: true, body }], undefined);
+  }
+}
+
+function bucket(n) {
+  return n < 2 ? 0 : Math.min(HIST - 1, 31 - Math.clz32(n));
+}
+
+// ---- the channel ----------------------------------------------------------------
+
+function abortable(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      if (signal) signal.removeEventListener('abort', done);
+      resolve();
+    }
+    if (signal) signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+class NatsChannel extends Channel {
+  // request(value, { timeout, signal, retries, retryDelay }): as Channel's,
+  // plus `retries`: after a timeout (the request or its reply was lost, e.g. a
+  // NATS node died) or "peer unreachable" (no subscriber, e.g. while the peer
+  // resubscribes), send it again, up to `retries` more times. The responder
+  // may then run more than once for one request (at-least-once).
+  request(value, options) {
+    const opts = validateObject(options, 'options');
+    const retries = validateSize(opts.retries, 'retries', 0, 1e6);
+    if (retries === 0) return super.request(value, options);
+    const retryDelay = validateSize(opts.retryDelay, 'retryDelay', DEFAULT_RETRY_DELAY, 2 ** 31 - 1);
+    return (async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await super.request(value, opts);
+        } catch (err) {
+          if (attempt >= retries || !RETRYABLE.has(err.code) || (opts.signal && opts.signal.aborted)) {
+            if (attempt > 0) err.attempts = attempt + 1;
+            throw err;
+          }
+          this.retries = (this.retries || 0) + 1;
+          if (err.code === 'ERR_PROCWIRE_PEER_UNREACHABLE') await abortable(retryDelay, opts.signal);
+        }
+      }
+    })();
+  }
+}
+
+function channelOptions(options, serialization, handle, peer) {
+  return {
+    serialization,
+    maxMessageSize: options.maxMessageSize,
+    highWaterMark: options.highWaterMark,
+    transport: 'nats',
+    peer,
+    createHandle: (callbacks) => handle.attach(callbacks),
+  };
+}
+
+function handleOptions(options, serialization) {
+  const heartbeat = validateSize(options.heartbeat, 'heartbeat', DEFAULT_HEARTBEAT, 2 ** 31 - 1);
+  return {
+    serialization,
+    maxMessageSize: validateSize(options.maxMessageSize, 'maxMessageSize', 256 * 1024 * 1024),
+    heartbeat,
+    peerTimeout: validateSize(options.peerTimeout, 'peerTimeout', heartbeat * 4, 2 ** 31 - 1),
+  };
+}
+
+function newSubject(prefix) {
+  return `${prefix}.${nats().nuid.next()}`;
+}
+
+// ---- listen -----------------------------------------------------------------------
+
+class NatsServer extends EventEmitter {
+  constructor(servers, options) {
+    super();
+    this._servers = servers;
+    this._options = options;
+    this._subject = validateSubject(options.subject, 'options.subject');
+    this._queue = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
+    this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
+    if (options.serialization !== undefined) validateSerialization(options.serialization);
+    handleOptions(options, 'advanced');  // validates early
+    this._link = null;
+    this._sub = null;
+    this._closed = false;
+    this.channels = new Set();
+  }
+
+  address() {
+    return { servers: this._servers, subject: this._subject, queue: this._queue };
+  }
+
+  get connection() {
+    return this._link ? this._link.nc : null;
+  }
+
+  async _start() {
+    const link = await openLink(this._servers, this._options);
+    if (this._closed) {
+      link.acquire();
+      link.release();
+      return;
+    }
+    this._link = link;
+    link.acquire();
+    this._onStatus = (s) => this.emit('status', s);
+    link.listeners.add(this._onStatus);
+    this._sub = link.nc.subscribe(this._subject, { queue: this._queue, callback: (err, msg) => this._onHello(err, msg) });
+    // The subscription is registered once the server answers this PING.
+    await link.nc.flush();
+  }
+
+  _refuse(msg, message) {
+    if (!msg.reply) return;
+    try {
+      msg.respond(Buffer.from(JSON.stringify({ error: { message, code: 'ERR_PROCWIRE_CONNECT_FAILED' } })));
+    } catch { /* closed */ }
+    this.emit('reject', makeError('ERR_PROCWIRE_CONNECT_FAILED', message));
+  }
+
+  _onHello(err, msg) {
+    if (err) {
+      const e = natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err);
+      if (this.listenerCount('error') > 0) this.emit('error', e); else process.emitWarning(e);
+      return;
+    }
+    if (this._closed) return;
+    const h = msg.headers;
+    if (h === undefined || h.get(CTL) !== 'hello' || !msg.reply) {
+      this._refuse(msg, `not a procwire hello on ${this._subject}`);
+      return;
+    }
+    let hello;
+    try {
+      hello = JSON.parse(Buffer.from(msg.data).toString());
+      validateSubject(hello.subject, 'hello.subject');
+      hello.serialization = validateSerialization(hello.serialization);
+    } catch (e) {
+      this._refuse(msg, `bad procwire hello: ${e.message}`);
+      return;
+    }
+    if (this._options.serialization !== undefined && hello.serialization !== this._options.serialization) {
+      this._refuse(msg, `this listener speaks ${this._options.serialization}, the client asked for ${hello.serialization}`);
+      return;
+    }
+    const subject = newSubject(this._prefix);
+    const handle = new NatsHandle(this._link, subject, hello.subject, handleOptions(this._options, hello.serialization));
+    const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
+      { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
+    channel.subject = subject;
+    handle.owner = channel;
+    this.channels.add(channel);
+    channel.once('close', () => this.channels.delete(channel));
+    this.emit('channel', channel);
+    try {
+      msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
+    } catch (e) {
+      channel.destroy(natsError('ERR_PROCWIRE_NATS', 'hello reply failed', e));
+      return;
+    }
+    handle.startHeartbeat();
+  }
+
+  // Stops taking new channels; open channels stay open (the connection closes
+  // with the last of them).
+  close(callback) {
+    if (this._closed) {
+      if (callback) process.nextTick(callback);
+      return this;
+    }
+    this._closed = true;
+    if (this._sub) {
+      try { this._sub.unsubscribe(); } catch { /* closed */ }
+    }
+    if (this._link) {
+      this._link.listeners.delete(this._onStatus);
+      this._link.release();
+    }
+    process.nextTick(() => {
+      this.emit('close');
+      if (callback) callback();
+    });
+    return this;
+  }
+
+  ref() { return this; }
+  unref() { return this; }
+}
+
+function listen(target, options, onChannel) {
+  if (typeof options === 'function') {
+    onChannel = options;
+    options = undefined;
+  }
+  options = validateObject(options, 'options');
+  const server = new NatsServer(serversFor(target, options), options);
+  if (onChannel !== undefined) {
+    if (typeof onChannel !== 'function') throw invalidArg('onChannel must be a function');
+    server.on('channel', onChannel);
+  }
+  server.ready = new Promise((resolve, reject) => {
+    server._start().then(() => {
+      if (!server._closed) server.emit('listening');
+      resolve(server);
+    }, (err) => {
+      const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
+        ? err : natsError('ERR_PROCWIRE_LISTEN_FAILED', 'NATS listen failed', err);
+      if (server.listenerCount('error') > 0) server.emit('error', e);
+      reject(e);
+    });
+  });
+  server.ready.catch(() => {});
+  return server;
+}
+
+// ---- connect --------------------------------------------------------------------------
+
+async function hello(nc, subject, body, timeout) {
+  const deadline = Date.now() + timeout;
+  const data = Buffer.from(JSON.stringify(body));
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    let reply;
+    try {
+      reply = await nc.request(subject, data, { timeout: left, headers: headersWith(CTL, 'hello') });
+    } catch (err) {
+      // 503: nobody subscribed (yet: a listener's interest may still be on its
+      // way through the cluster). Try again until the deadline.
+      if (err && String(err.code) === '503') {
+        await new Promise((r) => setTimeout(r, Math.min(100, Math.max(1, deadline - Date.now()))));
+        continue;
+      }
+      if (err && err.code === 'TIMEOUT') break;
+      throw natsError('ERR_PROCWIRE_CONNECT_FAILED', `procwire hello on ${subject} failed`, err);
+    }
+    let answer;
+    try { answer = JSON.parse(Buffer.from(reply.data).toString()); } catch { answer = null; }
+    if (answer && answer.error) {
+      throw makeError('ERR_PROCWIRE_CONNECT_FAILED', `listener on ${subject} refused: ${answer.error.message}`);
+    }
+    if (!answer || typeof answer.subject !== 'string') {
+      throw makeError('ERR_PROCWIRE_CONNECT_FAILED', `unexpected hello reply on ${subject}`);
+    }
+    return answer.subject;
+  }
+  throw makeError('ERR_PROCWIRE_CONNECT_FAILED', `no procwire listener answered on ${subject} within ${timeout} ms`);
+}
+
+async function connect(target, options) {
+  options = validateObject(options, 'options');
+  const subject = validateSubject(options.subject, 'options.subject');
+  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
+  const serialization = validateSerialization(options.serialization);
+  const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+  const hopts = handleOptions(options, serialization);
+  const servers = serversFor(target, options);
+  const link = await openLink(servers, options);
+  const own = newSubject(prefix);
+  const handle = new NatsHandle(link, own, null, hopts);
+  let peer;
+  try {
+    peer = await hello(link.nc, subject, { v: 1, subject: own, serialization, name: options.name }, helloTimeout);
+  } catch (err) {
+    handle.close();
+    throw err;
+  }
+  handle.peer = peer;
+  const channel = new NatsChannel(null, channelOptions(options, serialization, handle, { subject: peer }));
+  channel.subject = own;
+  handle.owner = channel;
+  handle.startHeartbeat();
+  return channel;
+}
+
+function isNatsTarget(target) {
+  return typeof target === 'string' && /^nats:\/\//i.test(target);
+}
+
+module.exports = { listen, connect, isNatsTarget, NatsChannel, NatsServer };

@@ -1,0 +1,283 @@
+'use strict';
+// StreamHandle: NativeChannel's interface (see the createHandle comment in
+// lib/channel.js) over any Duplex byte stream: a net.Socket, a
+// tls.TLSSocket, or anything that emits 'data' Buffers and accepts write().
+// lib/channel.js drives it exactly as it drives the addon's NativeChannel:
+//
+//   new Channel(null, { createHandle: (callbacks, { serialization, maxMessageSize }) =>
+//     new StreamHandle(socket, callbacks, { serialization, maxMessageSize }) })
+//
+// The frame codec and the framer are parameters (options.encode,
+// options.createFramer); by default they are the loaded binding's (the native
+// addon's, or the pure-JS fallback's), so the same bytes go on the wire.
+//
+// Writes made in one tick are gathered by the Channel into one flush(), which
+// becomes one stream.write(); flush() returns the bytes the stream has
+// confirmed so far, and onwrite(total) follows each write's callback, which
+// is how backpressure reaches Channel.send().
+
+const FORMAT = { advanced: 0, json: 1 };
+const HEAD = 9;
+const BUCKETS = 32;
+const EIO = 5;
+
+function sizeBucket(size) {
+  if (size <= 1) return 0;
+  const b = size < 2 ** 32 ? 31 - Math.clz32(size) : Math.floor(Math.log2(size));
+  return b >= BUCKETS ? BUCKETS - 1 : b;
+}
+
+// -errno for a stream error: Node's system errors carry a negative errno.
+function statusOf(err) {
+  if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
+  if (err && typeof err.code === 'string') {
+    const n = require('os').constants.errno[err.code];
+    if (typeof n === 'number') return -n;
+  }
+  return -EIO;
+}
+
+let defaultBinding = null;
+function loadedBinding() {
+  // Required lazily: the fallback binding itself builds on this file.
+  if (defaultBinding === null) defaultBinding = require('./native').binding;
+  return defaultBinding;
+}
+
+class StreamHandle {
+  // stream: the Duplex, or null when it arrives later through attach() (a
+  // connection still being accepted); writes queue until then.
+  // callbacks: { onread, onwrite, onend, onconnect } (lib/channel.js).
+  // options:
+  //   serialization  'advanced' | 'json' (or format: 0 | 1)
+  //   maxMessageSize largest payload accepted
+  //   connecting     true while the stream is still connecting: writes wait,
+  //                  and onconnect() runs on its connectEvent
+  //   connectEvent   default 'connect' ('secureConnect' for TLS)
+  //   encode(format, value) -> Buffer frame; default the binding's
+  //   createFramer(format, max) -> { push(view[, sizes]), buffering() };
+  //                  default the binding's NativeFramer
+  //   fd             what fd() reports (default the stream's descriptor)
+  constructor(stream, callbacks, options = {}) {
+    this._cb = callbacks;
+    this._format = options.format !== undefined ? options.format
+      : FORMAT[options.serialization === undefined ? 'advanced' : options.serialization];
+    if (this._format !== 0 && this._format !== 1) throw new TypeError('unknown serialization');
+    this._max = options.maxMessageSize === undefined ? 256 * 1024 * 1024 : options.maxMessageSize;
+    if (typeof options.encode === 'function') {
+      this._encode = options.encode;
+    } else {
+      const binding = loadedBinding();
+      this._encode = (format, value) => binding.encode(format, value);
+    }
+    this._framer = typeof options.createFramer === 'function'
+      ? options.createFramer(this._format, this._max)
+      : new (loadedBinding().NativeFramer)(this._format, this._max);
+    this._connecting = Boolean(options.connecting);
+    this._connectEvent = options.connectEvent || 'connect';
+    this._fd = options.fd;
+    this._stream = null;
+    this._queue = [];
+    this._queuedLength = 0;
+    this._pushed = 0;
+    this._written = 0;
+    this._reading = true;
+    this._refed = true;
+    this._ended = false;
+    this._closed = false;
+    this._sizes = [];
+    this._counters = {
+      messagesIn: 0, messagesOut: 0, bytesIn: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0,
+    };
+    this._histogramIn = new Array(BUCKETS).fill(0);
+    this._histogramOut = new Array(BUCKETS).fill(0);
+    this._listeners = null;
+    if (stream !== null && stream !== undefined) this.attach(stream);
+  }
+
+  // Gives the handle its stream (once).
+  attach(stream) {
+    if (this._stream !== null) throw new Error('StreamHandle already has a stream');
+    this._stream = stream;
+    if (this._closed) {
+      stream.destroy();
+      return;
+    }
+    const listeners = {
+      data: (chunk) => this._onData(chunk),
+      end: () => this._end(0),
+      error: (err) => this._end(statusOf(err)),
+      close: () => this._end(0),
+      connect: () => this._onConnect(),
+    };
+    this._listeners = listeners;
+    stream.on('data', listeners.data);
+    stream.on('end', listeners.end);
+    stream.on('error', listeners.error);
+    stream.on('close', listeners.close);
+    if (this._connecting) stream.once(this._connectEvent, listeners.connect);
+    if (!this._refed && typeof stream.unref === 'function') stream.unref();
+    if (!this._reading) stream.pause();
+    if (!this._connecting) this.flush();
+  }
+
+  _onConnect() {
+    if (!this._connecting || this._closed) return;
+    this._connecting = false;
+    this._cb.onconnect();
+    if (this._closed) return;
+    this.flush();
+  }
+
+  _onData(chunk) {
+    if (this._closed || this._ended) return;
+    if (typeof chunk === 'string') chunk = Buffer.from(chunk);
+    const c = this._counters;
+    c.readCalls++;
+    c.bytesIn += chunk.length;
+    const sizes = this._sizes;
+    sizes.length = 0;
+    const [messages, errors, fatal] = this._framer.push(chunk, sizes);
+    const failed = errors === undefined ? 0 : errors.length / 2;
+    const frames = messages.length + failed;
+    c.messagesIn += frames;
+    c.decodeErrors += failed;
+    if (sizes.length === frames) {
+      for (let i = 0; i < frames; i++) this._histogramIn[sizeBucket(sizes[i])]++;
+    } else if (frames > 0) {
+      // A framer that does not report sizes: each frame counted at the mean.
+      this._histogramIn[sizeBucket(Math.floor(chunk.length / frames))] += frames;
+    }
+    if (frames > 0) {
+      this._cb.onread(messages, errors);
+      if (this._closed) return;
+    }
+    if (fatal !== undefined) this._end(0, fatal);
+  }
+
+  // The stream ended (0), failed (-errno) or was found corrupt (err): once.
+  _end(status, err) {
+    if (this._ended || this._closed) return;
+    this._ended = true;
+    if (this._stream !== null) this._stream.pause();
+    this._cb.onend(status, err);
+  }
+
+  // write(value) -> total bytes ever queued
+  write(value) {
+    const frame = this._encode(this._format, value);
+    this._counters.messagesOut++;
+    this._histogramOut[sizeBucket(frame.length)]++;
+    this._enqueue(frame);
+    return this._pushed;
+  }
+
+  // writeBuffer(view): bytes that already are a whole frame (copied).
+  writeBuffer(view) {
+    const bytes = Buffer.from(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+    this._enqueue(bytes);
+    return this._pushed;
+  }
+
+  _enqueue(frame) {
+    this._queue.push(frame);
+    this._queuedLength += frame.length;
+    this._pushed += frame.length;
+  }
+
+  // flush() -> total bytes written so far (the stream confirms the rest
+  // through onwrite).
+  flush() {
+    const stream = this._stream;
+    if (this._queue.length === 0 || this._connecting || this._closed || this._ended || stream === null ||
+        stream.destroyed || stream.writableEnded) {
+      return this._written;
+    }
+    const queue = this._queue;
+    const length = this._queuedLength;
+    this._queue = [];
+    this._queuedLength = 0;
+    const data = queue.length === 1 ? queue[0] : Buffer.concat(queue, length);
+    this._counters.writeCalls++;
+    stream.write(data, (err) => {
+      if (err || this._closed) return;
+      this._written += length;
+      this._cb.onwrite(this._written);
+    });
+    return this._written;
+  }
+
+  readStart() {
+    if (this._ended) return;
+    this._reading = true;
+    if (this._stream !== null && !this._closed) this._stream.resume();
+  }
+
+  readStop() {
+    this._reading = false;
+    if (this._stream !== null && !this._closed) this._stream.pause();
+  }
+
+  ref() {
+    this._refed = true;
+    if (this._stream !== null && typeof this._stream.ref === 'function') this._stream.ref();
+  }
+
+  unref() {
+    this._refed = false;
+    if (this._stream !== null && typeof this._stream.unref === 'function') this._stream.unref();
+  }
+
+  // Closes now: what is still queued is dropped.
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._queue = [];
+    this._queuedLength = 0;
+    const stream = this._stream;
+    if (stream === null) return;
+    // Errors that come after close are nobody's business; keep a listener so
+    // they are not uncaught.
+    const listeners = this._listeners;
+    if (listeners !== null) {
+      stream.off('data', listeners.data);
+      stream.off('end', listeners.end);
+      stream.off('close', listeners.close);
+      stream.off(this._connectEvent, listeners.connect);
+    }
+    stream.destroy();
+  }
+
+  shutdownWrite() {
+    if (this._stream !== null && !this._closed) this._stream.end();
+  }
+
+  // [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes, writeCalls,
+  //  readCalls, decodeErrors, bufferedBytes, ...histogramIn, ...histogramOut]
+  stats() {
+    const c = this._counters;
+    const out = new Array(HEAD + 2 * BUCKETS);
+    out[0] = c.messagesIn;
+    out[1] = c.messagesOut;
+    out[2] = c.bytesIn;
+    out[3] = this._written;
+    out[4] = this._pushed - this._written;
+    out[5] = c.writeCalls;
+    out[6] = c.readCalls;
+    out[7] = c.decodeErrors;
+    out[8] = this._framer.buffering();
+    for (let i = 0; i < BUCKETS; i++) {
+      out[HEAD + i] = this._histogramIn[i];
+      out[HEAD + BUCKETS + i] = this._histogramOut[i];
+    }
+    return out;
+  }
+
+  fd() {
+    if (this._fd !== undefined) return this._fd;
+    const handle = this._stream && this._stream._handle;
+    return handle && typeof handle.fd === 'number' ? handle.fd : -1;
+  }
+}
+
+module.exports = { StreamHandle, sizeBucket };
