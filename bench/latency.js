@@ -17,13 +17,14 @@ const SIZES_QUICK = [100, KiB, 10 * KiB, 100 * KiB, MiB, 7 * MiB];
 const SIZES_FULL = [...SIZES_QUICK, 64 * MiB];
 
 const PEERS = [
-  { id: 'procwire-advanced', label: 'procwire both sides, inline (advanced)' },
+  { id: 'procwire-inline', label: 'procwire both sides, inline (socket)' },
+  { id: 'procwire-ool', label: 'procwire both sides, out of line (shared memory)' },
   { id: 'procwire-plain-advanced', label: 'procwire parent + plain child (advanced)' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
   { id: 'fifo', label: 'C pipe (FIFO) reference' },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'node-advanced', 'node26-advanced', 'fifo']);
+const QUICK_PEERS = new Set(['procwire-inline', 'procwire-ool', 'node-advanced', 'node26-advanced', 'fifo']);
 
 function summarize(latNs) {
   const us = latNs.map((v) => v / 1000);
@@ -107,8 +108,9 @@ async function plan({ quick, repeats, log, tmp }) {
     ticksPerRun: sizes.length,
     timeoutMs: perRun + 15000,
     config: () => ({ sizes, budgetMs, maxIters, fifo: fifo.binary, hardLimitMs: perRun + 10000 }),
-    ratioTo: ['procwire-advanced', 'node-advanced'],
-    notes: ['procwire "inline" = the message travels in the socket stream (the out-of-line shared-memory path is not built yet).',
+    ratioTo: ['procwire-ool', 'node-advanced'],
+    notes: ['procwire "inline" = the bytes travel in the socket stream (outOfLine: "never"); "out of line" = in a sealed memfd ' +
+      'passed with SCM_RIGHTS (outOfLine: "always"). The default ("auto") switches at 256 KiB, the measured crossover.',
       'Node peers send { t, data: Buffer }; the C reference writes a 16-byte header and the bytes into a pipe (64 KiB pipe buffer).'],
   };
 }
