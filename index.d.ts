@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_AUTH_FAILED'
   | 'ERR_PROCWIRE_HELLO_TIMEOUT'
   | 'ERR_PROCWIRE_AUTH_REQUIRED'
+  | 'ERR_PROCWIRE_QUEUE_LIMIT'
   | 'ERR_PROCWIRE_SEGMENT'
   | 'ERR_PROCWIRE_TRANSFER'
   | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE'
@@ -79,6 +80,7 @@ export declare const errors: {
   AuthFailedError: ErrorClass<'ERR_PROCWIRE_AUTH_FAILED'>;
   HelloTimeoutError: ErrorClass<'ERR_PROCWIRE_HELLO_TIMEOUT'>;
   AuthRequiredError: ErrorClass<'ERR_PROCWIRE_AUTH_REQUIRED'>;
+  QueueLimitError: ErrorClass<'ERR_PROCWIRE_QUEUE_LIMIT'>;
   SegmentError: ErrorClass<'ERR_PROCWIRE_SEGMENT'>;
   TransferError: ErrorClass<'ERR_PROCWIRE_TRANSFER'>;
   NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
@@ -138,6 +140,8 @@ export interface ChannelOptions {
   maxMessageSize?: number;
   /** send() returns false at or above this many queued bytes. Default 1 MiB. */
   highWaterMark?: number;
+  /** Past this many queued bytes the channel closes with ERR_PROCWIRE_QUEUE_LIMIT. Default 1 GiB. */
+  maxQueuedBytes?: number;
   /**
    * Large binary views through shared memory (procwire peers over unix sockets only):
    * 'auto' (default) above outOfLineThreshold, 'always', or 'never' (inline).
@@ -145,6 +149,29 @@ export interface ChannelOptions {
   outOfLine?: 'auto' | 'always' | 'never';
   /** Bytes from which a view goes out of line in 'auto' mode. */
   outOfLineThreshold?: number;
+  /** Shared-memory segments not yet acknowledged by the peer before send() returns false. Default 128. */
+  maxSegmentsInFlight?: number;
+}
+
+/** Options of procwire.listen/connect('nats://...'). */
+export interface NatsOptions extends ChannelOptions {
+  /** Service subject (required). */
+  subject: string;
+  /** listen only: queue group (default 'procwire'). */
+  queue?: string;
+  /** More NATS server URLs. */
+  servers?: string[];
+  /** Options passed to the nats client (user, pass, token, tls, ...). */
+  nats?: Record<string, unknown>;
+  /** An existing NatsConnection to share (procwire will not close it). */
+  connection?: unknown;
+  /** Prefix of channel subjects (default '_PROCWIRE'). */
+  prefix?: string;
+  helloTimeout?: number;
+  /** Liveness ping interval in ms (default 5000; 0 disables). */
+  heartbeat?: number;
+  /** Silence after which the channel closes (default 4 x heartbeat). */
+  peerTimeout?: number;
 }
 
 export interface SendOptions {
@@ -155,6 +182,9 @@ export interface SendOptions {
 export interface RequestOptions {
   timeout?: number;
   signal?: AbortSignal;
+  /** NATS channels: resend a request that timed out, up to this many times (at-least-once). */
+  retries?: number;
+  retryDelay?: number;
 }
 
 export declare class Channel extends EventEmitter {
@@ -241,6 +271,8 @@ export declare class Server extends EventEmitter {
 export declare function listen(address: Address, onChannel?: (channel: Channel) => void): Server;
 export declare function listen(address: Address, options: ListenOptions, onChannel?: (channel: Channel) => void): Server;
 export declare function connect(address: Address, options?: ChannelOptions & AuthOptions): Promise<Channel>;
+export declare function connect(url: `nats://${string}`, options: NatsOptions): Promise<Channel>;
+export declare function listen(url: `nats://${string}`, options: NatsOptions, onChannel?: (channel: Channel) => void): Server;
 
 /** The child's end of a fork(..., { child: 'procwire' }) channel, or null. */
 export declare const parent: Channel | null;

@@ -15,6 +15,8 @@ const {
 // follows when the queue is back under it. Node's own IPC uses 128 KiB with
 // no 'drain'; a larger mark keeps a pipelining sender busy between ticks.
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
+// Past this many queued bytes the channel is closed (ERR_PROCWIRE_QUEUE_LIMIT).
+const DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024 * 1024;
 // Messages that arrive while nobody listens are kept (as Node does) up to this
 // many; past it the channel stops reading until a listener comes, so the peer
 // sees backpressure instead of our memory growing.
@@ -25,6 +27,11 @@ const MAX_BACKLOG = 10000;
 // see bench/latency.js and the README; below it the memfd set-up costs more
 // than copying the bytes through the socket.
 const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
+// Segments sent but not yet acknowledged by the peer: past this, send()
+// returns false (their bytes count towards highWaterMark and maxQueuedBytes
+// too). Each is a descriptor in flight, and the kernel caps those per user.
+const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
+const SEGMENT_ACK = 'NODE_PROCWIRE_SEGACK';
 const OUT_OF_LINE_MODES = ['auto', 'always', 'never'];
 
 const REQUEST = 'NODE_PROCWIRE_REQ';
@@ -62,6 +69,9 @@ class Channel extends EventEmitter {
     this.serialization = validateSerialization(options.serialization);
     this.maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
     this.highWaterMark = validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK);
+    // A hard cap behind the soft one: a sender that ignores send() === false
+    // while its peer has stopped reading would otherwise grow without bound.
+    this.maxQueuedBytes = validateSize(options.maxQueuedBytes, 'maxQueuedBytes', DEFAULT_MAX_QUEUED_BYTES);
     this.transport = options.transport || 'socket';
     const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
     if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
@@ -88,7 +98,7 @@ class Channel extends EventEmitter {
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
     const callbacks = {
-      onread: (messages, errors) => this._onRead(messages, errors),
+      onread: (messages, errors, segments, segmentBytes) => this._onRead(messages, errors, segments, segmentBytes),
       onwrite: (written) => this._onWritten(written),
       onend: (status, err) => this._onEnd(status, err),
       onconnect: () => this._onConnect(),
@@ -100,10 +110,19 @@ class Channel extends EventEmitter {
     // close, shutdownWrite, stats() as NativeChannel's; and it calls back
     // onread(messages, errors), onwrite(written), onend(status, err) and
     // onconnect().
+    // [segment bytes sent, segments sent], written by the addon; with the
+    // peer's acknowledgements they give the shared memory in flight.
+    this._segmentCounters = this.outOfLine === 'never' ? null : new Float64Array(2);
+    this._segmentBytesAcked = 0;
+    this._segmentsAcked = 0;
+    this.maxSegmentsInFlight = validateSize(options.maxSegmentsInFlight, 'maxSegmentsInFlight', DEFAULT_MAX_SEGMENTS_IN_FLIGHT);
     this._handle = typeof options.createHandle === 'function'
       ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
-      : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
-        Boolean(options.connecting), callbacks, nativeThreshold);
+      : this._segmentCounters === null
+        ? new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+          Boolean(options.connecting), callbacks, nativeThreshold)
+        : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+          Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
     this._handle.owner = this;
     this.on('newListener', (event) => {
       if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
@@ -121,9 +140,19 @@ class Channel extends EventEmitter {
     return this._state === 'closed';
   }
 
-  // Bytes queued but not yet handed to the kernel.
+  // Bytes queued but not yet handed to the kernel, plus shared-memory bytes
+  // the peer has not yet taken.
   get writableLength() {
-    return this._pushed - this._written;
+    return this._pushed - this._written + this._segmentBytesInFlight();
+  }
+
+  _segmentBytesInFlight() {
+    return this._segmentCounters === null ? 0 : this._segmentCounters[0] - this._segmentBytesAcked;
+  }
+
+  _overHighWaterMark() {
+    return this.writableLength >= this.highWaterMark ||
+      (this._segmentCounters !== null && this._segmentCounters[1] - this._segmentsAcked >= this.maxSegmentsInFlight);
   }
 
   get writableNeedDrain() {
@@ -167,7 +196,14 @@ class Channel extends EventEmitter {
     this._pushed = transfer === undefined ? this._handle.write(message) : this._handle.write(message, transfer);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
-    if (this._pushed - this._written >= this.highWaterMark) {
+    const queued = this.writableLength;
+    if (queued > this.maxQueuedBytes) {
+      const err = makeError('ERR_PROCWIRE_QUEUE_LIMIT',
+        `${queued} bytes queued or in flight, over maxQueuedBytes (${this.maxQueuedBytes})`);
+      process.nextTick(() => this._finish('error', err));
+      return false;
+    }
+    if (this._overHighWaterMark()) {
       this._needDrain = true;
       return false;
     }
@@ -342,11 +378,15 @@ class Channel extends EventEmitter {
       const done = cbs.splice(0, n);
       for (const [, cb] of done) cb(null);
     }
-    if (this._needDrain && this._pushed - this._written < this.highWaterMark) {
+    this._maybeDrain();
+    if (this._state === 'closing' && this._pushed === this._written) this._finish('local', null);
+  }
+
+  _maybeDrain() {
+    if (this._needDrain && !this._overHighWaterMark()) {
       this._needDrain = false;
       this.emit('drain');
     }
-    if (this._state === 'closing' && this._pushed === this._written) this._finish('local', null);
   }
 
   _onConnect() {
@@ -354,7 +394,9 @@ class Channel extends EventEmitter {
     this.emit('connect');
   }
 
-  _onRead(messages, errors) {
+  _onRead(messages, errors, segments, segmentBytes) {
+    // Tell the sender its shared memory arrived, so it may send more.
+    if (segments > 0) this._sendInternal({ cmd: SEGMENT_ACK, n: segments, bytes: segmentBytes });
     let e = 0;
     for (let i = 0; i < messages.length; i++) {
       while (errors !== undefined && e < errors.length && errors[e] === i) {
@@ -413,6 +455,12 @@ class Channel extends EventEmitter {
           return;
         }
         this._settleRequest(message.id, err);
+      }
+    } else if (message.cmd === SEGMENT_ACK) {
+      if (typeof message.n === 'number' && typeof message.bytes === 'number') {
+        this._segmentsAcked += message.n;
+        this._segmentBytesAcked += message.bytes;
+        this._maybeDrain();
       }
     } else if (message.cmd === 'NODE_HANDLE') {
       // A plain Node peer passed a handle. The descriptor was closed on

@@ -48,6 +48,8 @@ const CODES = {
     'The peer did not complete the authentication handshake within the timeout.'],
   ERR_PROCWIRE_AUTH_REQUIRED: ['AuthRequiredError', Error,
     'Authentication is required but no secret is configured, or the peer sent messages before authenticating.'],
+  ERR_PROCWIRE_QUEUE_LIMIT: ['QueueLimitError', RangeError,
+    'More than maxQueuedBytes waited to be written (the peer stopped reading); the channel was closed.'],
   ERR_PROCWIRE_SEGMENT: ['SegmentError', Error,
     'A shared-memory segment from the peer failed its checks (not a sealed memfd, missing, out of range).'],
   ERR_PROCWIRE_TRANSFER: ['TransferError', Error,

@@ -78,6 +78,7 @@ function fork(modulePath, args, options) {
   delete spawnOptions.child;
   delete spawnOptions.maxMessageSize;
   delete spawnOptions.highWaterMark;
+  delete spawnOptions.maxQueuedBytes;
   delete spawnOptions.outOfLine;
   delete spawnOptions.outOfLineThreshold;
   delete spawnOptions.silent;
@@ -95,7 +96,7 @@ function fork(modulePath, args, options) {
   }
 
   const channel = new Channel(parentFd, {
-    serialization, maxMessageSize, highWaterMark: options.highWaterMark, transport: 'fork',
+    serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes, transport: 'fork',
     peer: { pid: child.pid, mode: childMode },
     // A plain Node child reads Node's format only: no segments.
     segments: childMode === 'procwire',

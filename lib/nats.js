@@ -588,6 +588,8 @@ function channelOptions(options, serialization, handle, peer) {
     serialization,
     maxMessageSize: options.maxMessageSize,
     highWaterMark: options.highWaterMark,
+    // Also bounds what is kept for publishing while the client reconnects.
+    maxQueuedBytes: options.maxQueuedBytes,
     transport: 'nats',
     peer,
     createHandle: (callbacks) => handle.attach(callbacks),

@@ -93,6 +93,7 @@ function channelOptions(options, address) {
     serialization: options.serialization,
     maxMessageSize: options.maxMessageSize,
     highWaterMark: options.highWaterMark,
+    maxQueuedBytes: options.maxQueuedBytes,
     // Both ends of a named channel are procwire on one machine: large views
     // may go through shared memory. TCP never carries descriptors.
     segments: address.kind === 'unix',

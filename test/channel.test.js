@@ -366,3 +366,23 @@ test('TCP requires a secret unless auth is explicitly off; a wrong secret is ref
     if (saved !== undefined) process.env.PROCWIRE_SECRET = saved;
   }
 });
+
+test('a sender past maxQueuedBytes (its peer stopped reading) is closed with a coded error; the peer goes on', { timeout: 20_000 }, async () => {
+  const p = await pair({ maxQueuedBytes: 4 << 20 });
+  try {
+    p.serverSide.pause();
+    const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
+    p.client.on('error', () => {});
+    const chunk = Buffer.alloc(256 << 10);
+    let refused = false;
+    for (let i = 0; i < 400 && !refused; i++) {
+      if (!p.client.send({ chunk })) await new Promise((r) => setTimeout(r, 1));
+      refused = p.client.closed;
+    }
+    const [reason, err] = await closed;
+    assert.strictEqual(reason, 'error');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_QUEUE_LIMIT');
+  } finally {
+    p.close();
+  }
+});

@@ -415,7 +415,10 @@ function tests() {
       while (got.length < 100) await sleep(10);
       const statuses = [];
       client.on('status', (st) => statuses.push(st.type));
-      const disconnected = once(client, 'status', 10000);
+      const disconnected = new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no disconnect status within 10 s')), 10000);
+        client.on('status', (st) => { if (st.type === 'disconnect') { clearTimeout(timer); resolve(); } });
+      });
       await n1.kill();
       await disconnected;
       // Sent while the client has no server: kept, then published in order.

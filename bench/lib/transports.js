@@ -33,6 +33,9 @@ const FORK_PEERS = {
   'procwire-plain-json': { impl: 'procwire', child: 'node', serialization: 'json' },
   'procwire-advanced': { impl: 'procwire', child: 'procwire', serialization: 'advanced' },
   'procwire-json': { impl: 'procwire', child: 'procwire', serialization: 'json' },
+  // Large views forced through the socket, or forced into shared memory.
+  'procwire-inline': { impl: 'procwire', child: 'procwire', serialization: 'advanced', outOfLine: 'never' },
+  'procwire-ool': { impl: 'procwire', child: 'procwire', serialization: 'advanced', outOfLine: 'always' },
 };
 
 function isForkPeer(id) { return Object.prototype.hasOwnProperty.call(FORK_PEERS, id); }
@@ -55,7 +58,7 @@ async function openFork(peerId, ctx, index = 0) {
     });
   } else {
     child = procwire().fork(ctx.script, ctx.args || [], {
-      serialization: spec.serialization, child: spec.child, stdio, env: ctx.env,
+      serialization: spec.serialization, child: spec.child, stdio, env: ctx.env, outOfLine: spec.outOfLine,
     });
   }
   const t = {

@@ -140,13 +140,24 @@ class NativeChannel final : public Closable {
           args[3]->IsBoolean() && args[4]->IsObject());
     CHECK(args[5]->IsUndefined() || args[5]->IsNumber());
     const double ool_threshold = args[5]->IsNumber() ? args[5].As<Number>()->Value() : -1;
+    CHECK(args[6]->IsUndefined() || args[6]->IsFloat64Array());
     const int fd = args[0].As<Integer>()->Value();
     const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson
                                                                   : WireFormat::kAdvanced;
     const double max = args[2].As<Number>()->Value();
     CHECK(max >= 0);
-    new NativeChannel(data, context, args.This(), fd, format, static_cast<size_t>(max),
-                      args[3]->IsTrue(), args[4].As<Object>(), ool_threshold);
+    NativeChannel* self = new NativeChannel(data, context, args.This(), fd, format,
+                                            static_cast<size_t>(max), args[3]->IsTrue(),
+                                            args[4].As<Object>(), ool_threshold);
+    if (args[6]->IsFloat64Array()) {
+      // Counters JavaScript reads without a call: [segment bytes sent,
+      // segments sent]. The array stays alive with the channel.
+      Local<v8::Float64Array> shared = args[6].As<v8::Float64Array>();
+      CHECK(shared->Length() >= 2);
+      self->shared_counters_.Reset(args.GetIsolate(), shared);
+      self->shared_ = reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) +
+                                                shared->ByteOffset());
+    }
   }
 
   // write(value[, transfer: ArrayBuffer[]]) -> total bytes ever queued (monotonic)
@@ -182,14 +193,19 @@ class NativeChannel final : public Closable {
     if (!ool.fds.empty()) {
       // The control frame goes first and carries the descriptors, so they
       // reach the peer no later than the frame that refers to them.
+      const size_t segment_count = ool.fds.size();
       uint8_t* control = static_cast<uint8_t*>(std::malloc(kAdvancedHeaderSize + 2));
       CHECK_NOT_NULL(control);
       WriteU32BigEndian(control, 2);
       control[4] = kSegmentsControlByte;
-      control[5] = static_cast<uint8_t>(ool.fds.size());
+      control[5] = static_cast<uint8_t>(segment_count);
       self->queue_.Push(OutChunk{control, kAdvancedHeaderSize + 2, FreeBlock, nullptr, std::move(ool.fds)});
       self->counters_.ool_messages_out++;
       self->counters_.ool_bytes_out += static_cast<double>(ool.segment_bytes);
+      if (self->shared_ != nullptr) {
+        self->shared_[0] += static_cast<double>(ool.segment_bytes);
+        self->shared_[1] += static_cast<double>(segment_count);
+      }
     }
     self->Enqueue(frame);
     args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
@@ -321,6 +337,8 @@ class NativeChannel final : public Closable {
     on_write_.Reset();
     on_end_.Reset();
     on_connect_.Reset();
+    shared_counters_.Reset();
+    shared_ = nullptr;
   }
 
  private:
@@ -494,13 +512,19 @@ class NativeChannel final : public Closable {
     }
     if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
 
-    if (!messages.empty() || !errors.empty()) {
+    if (!messages.empty() || !errors.empty() || taken_segments_ > 0) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
       Local<Value> error_list = errors.empty()
                                     ? Local<Value>(v8::Undefined(isolate))
                                     : Local<Value>(Array::New(isolate, errors.data(), errors.size()));
-      Local<Value> argv[] = {list, error_list};
-      Call(on_read_, 2, argv);
+      // Segments taken in this wake-up (count, bytes), so JavaScript can
+      // acknowledge them to the sender, whose in-flight count bounds them.
+      Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
+                             Number::New(isolate, taken_segment_bytes_)};
+      const int argc = taken_segments_ > 0 ? 4 : 2;
+      taken_segments_ = 0;
+      taken_segment_bytes_ = 0;
+      Call(on_read_, argc, argv);
       if (closing_) return;
     }
     if (end_status == -1001) {
@@ -610,8 +634,10 @@ class NativeChannel final : public Closable {
       pending_fds_.pop_front();
       int error = 0;
       Local<ArrayBuffer> ab;
+      taken_segments_++;
       if (bad_segments_ == nullptr && MapReceivedSegment(isolate, fd, &error).ToLocal(&ab)) {
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
+        taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
         next_segments_.emplace_back(isolate, ab);
       } else if (bad_segments_ == nullptr) {
         bad_segments_ = error == EPERM ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
@@ -696,6 +722,11 @@ class NativeChannel final : public Closable {
   const char* bad_segments_ = nullptr;
   const char* segment_protocol_error_ = nullptr;
   bool too_many_fds_ = false;
+  double taken_segments_ = 0;
+  double taken_segment_bytes_ = 0;
+  // Optional counters shared with JavaScript (see New).
+  Global<v8::Float64Array> shared_counters_;
+  double* shared_ = nullptr;
   node::async_context async_context_;
   Global<Context> context_;
   Global<Object> wrapper_;
