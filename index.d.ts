@@ -191,7 +191,7 @@ export declare class Channel extends EventEmitter {
   readonly serialization: Serialization;
   readonly maxMessageSize: number;
   readonly highWaterMark: number;
-  readonly transport: 'fork' | 'unix' | 'tcp' | 'socket';
+  readonly transport: 'fork' | 'unix' | 'tcp' | 'tls' | 'nats' | 'socket';
   /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
   readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
   readonly connected: boolean;
@@ -246,6 +246,8 @@ export interface AuthOptions {
   auth?: boolean;
   /** Milliseconds the peer has to complete the hello. Default 5000. */
   helloTimeout?: number;
+  /** TCP only: node:tls options (server: key/cert; client: ca, servername, ...). */
+  tls?: import('node:tls').TlsOptions & import('node:tls').ConnectionOptions;
 }
 
 export interface ListenOptions extends ChannelOptions, AuthOptions {

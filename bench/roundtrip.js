@@ -21,6 +21,7 @@ const PEERS = [
   { id: 'procwire-plain-json', label: 'procwire parent + plain child, json' },
   { id: 'procwire-unix', label: 'procwire named unix channel' },
   { id: 'procwire-tcp', label: 'procwire TCP loopback' },
+  { id: 'procwire-tls', label: 'procwire TCP + TLS loopback' },
   { id: 'node-json', label: 'Node fork IPC, json' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
@@ -31,7 +32,7 @@ const PEERS = [
   { id: 'nats', label: 'procwire over NATS (nats-server, TCP loopback)' },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
-  'procwire-tcp', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats']);
+  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 

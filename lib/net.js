@@ -197,25 +197,64 @@ class Server extends EventEmitter {
           continue;
         }
       }
-      const channel = new Channel(fd, { ...channelOptions(this._options, this._address), transport: this._address.kind, peer });
-      if (this._secret === null) {
-        this._accept(channel);
-        continue;
-      }
-      // Nothing the peer sends is delivered, and the user never sees the
-      // channel, until the peer proves it knows the secret.
-      const quiet = () => {};
-      channel.on('error', quiet);
-      auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
-        () => {
-          channel.off('error', quiet);
-          if (this._closed) channel.destroy(); else this._accept(channel);
-        },
-        (err) => {
-          channel.destroy();
-          this.emit('reject', err);
-        });
+      this._admit(new Channel(fd, { ...channelOptions(this._options, this._address), transport: this._address.kind, peer }));
     }
+  }
+
+  // Nothing the peer sends is delivered, and the user never sees the
+  // channel, until the peer proves it knows the secret.
+  _admit(channel) {
+    if (this._secret === null) {
+      this._accept(channel);
+      return;
+    }
+    const quiet = () => {};
+    channel.on('error', quiet);
+    auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
+      () => {
+        channel.off('error', quiet);
+        if (this._closed) channel.destroy(); else this._accept(channel);
+      },
+      (err) => {
+        channel.destroy();
+        this.emit('reject', err);
+      });
+  }
+
+  // TCP with TLS: node:tls does the encryption, so the channel runs over the
+  // TLS socket through StreamHandle (same Channel, same framing and codec).
+  _listenTls(host) {
+    const tls = require('tls');
+    return new Promise((resolve, reject) => {
+      const srv = tls.createServer({ ...this._options.tls }, (socket) => this._onTlsSocket(socket));
+      srv.on('tlsClientError', (err, socket) => {
+        if (socket) socket.destroy();
+        this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED', `TLS handshake failed: ${err.message}`, err));
+      });
+      srv.once('error', reject);
+      srv.listen(this._address.port, host, this._options.backlog || 511, () => {
+        srv.off('error', reject);
+        srv.on('error', (err) => { if (this.listenerCount('error') > 0) this.emit('error', err); });
+        this._tlsServer = srv;
+        this._boundPort = srv.address().port;
+        this._host = host;
+        resolve();
+      });
+    });
+  }
+
+  _onTlsSocket(socket) {
+    if (this._closed) {
+      socket.destroy();
+      return;
+    }
+    const { StreamHandle } = require('./stream-handle');
+    socket.setNoDelay(true);
+    const peer = { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized };
+    this._admit(new Channel(null, {
+      ...channelOptions(this._options, this._address), transport: 'tls', peer,
+      createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
+    }));
   }
 
   _accept(channel) {
@@ -232,6 +271,7 @@ class Server extends EventEmitter {
     }
     this._closed = true;
     if (this._listener) this._listener.close();
+    if (this._tlsServer) this._tlsServer.close();
     if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
       try { fs.unlinkSync(this._address.path); } catch { /* already gone */ }
     }
@@ -243,8 +283,8 @@ class Server extends EventEmitter {
     return this;
   }
 
-  ref() { if (this._listener) this._listener.ref(); return this; }
-  unref() { if (this._listener) this._listener.unref(); return this; }
+  ref() { if (this._listener) this._listener.ref(); if (this._tlsServer) this._tlsServer.ref(); return this; }
+  unref() { if (this._listener) this._listener.unref(); if (this._tlsServer) this._tlsServer.unref(); return this; }
 }
 
 // listen(address[, options][, onChannel]) -> Server. Emits 'listening' once
@@ -264,7 +304,14 @@ function listen(target, options, onChannel) {
     server.on('channel', onChannel);
   }
   const ready = () => process.nextTick(() => server.emit('listening'));
-  if (address.kind === 'tcp' && !net.isIP(address.host)) {
+  if (options.tls !== undefined && (address.kind !== 'tcp' || options.tls === null || typeof options.tls !== 'object')) {
+    throw invalidArg('options.tls (an object of node:tls options) applies to TCP addresses only');
+  }
+  if (address.kind === 'tcp' && options.tls) {
+    numericHost(address.host).then((host) => server._closed ? undefined : server._listenTls(host))
+      .then(() => { if (!server._closed) ready(); })
+      .catch((err) => server.emit('error', makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
+  } else if (address.kind === 'tcp' && !net.isIP(address.host)) {
     numericHost(address.host).then((host) => {
       if (server._closed) return;
       server._listenNow(host);
@@ -289,6 +336,7 @@ async function connect(target, options) {
   const address = resolveAddress(target);
   const secret = secretFor(address, options, 'client');
   const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+  if (address.kind === 'tcp' && options.tls) return connectTls(address, options, secret, helloTimeout);
   let r;
   let where;
   if (address.kind === 'tcp') {
@@ -317,6 +365,44 @@ async function connect(target, options) {
     try {
       const key = secret === 'keyfile' ? Buffer.from(auth.readSecretFile(address.path)) : secret;
       await auth.authenticate(channel, { secret: key, role: 'client', timeout: helloTimeout });
+    } catch (err) {
+      channel.destroy();
+      throw err;
+    } finally {
+      channel.off('error', quiet);
+    }
+  }
+  return channel;
+}
+
+async function connectTls(address, options, secret, helloTimeout) {
+  const tls = require('tls');
+  const { StreamHandle } = require('./stream-handle');
+  const host = address.host;
+  const socket = tls.connect({
+    host, port: address.port, servername: net.isIP(host) ? undefined : host, ...options.tls,
+  });
+  await new Promise((resolve, reject) => {
+    socket.once('secureConnect', resolve);
+    socket.once('error', (err) => {
+      socket.destroy();
+      // A certificate the client does not trust is an authentication failure.
+      const code = err.code && /CERT|SELF_SIGNED|HOSTNAME|ALTNAME|UNABLE_TO_VERIFY/.test(err.code)
+        ? 'ERR_PROCWIRE_AUTH_FAILED' : 'ERR_PROCWIRE_CONNECT_FAILED';
+      reject(makeError(code, `TLS connect to ${host}:${address.port} failed: ${err.message}`, err));
+    });
+  });
+  socket.setNoDelay(true);
+  const channel = new Channel(null, {
+    ...channelOptions(options, address), transport: 'tls',
+    peer: { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized },
+    createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
+  });
+  if (secret !== null) {
+    const quiet = () => {};
+    channel.on('error', quiet);
+    try {
+      await auth.authenticate(channel, { secret, role: 'client', timeout: helloTimeout });
     } catch (err) {
       channel.destroy();
       throw err;

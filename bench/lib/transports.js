@@ -12,6 +12,7 @@
 // waits for, so no measurement includes process start-up.
 
 const childProcess = require('child_process');
+const fs = require('fs');
 const net = require('net');
 const path = require('path');
 const { ROOT } = require('./harness');
@@ -109,6 +110,15 @@ function killChild(child) {
   });
 }
 
+function makeCertificate(dir) {
+  const keyFile = path.join(dir, `tls-${process.pid}-key.pem`);
+  const certFile = path.join(dir, `tls-${process.pid}-cert.pem`);
+  childProcess.execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+    '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=procwire-bench',
+    '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) };
+}
+
 async function openProcwireSocket(peerId, ctx) {
   const pw = procwire();
   // TCP channels authenticate with a shared secret; the echo child inherits
@@ -117,10 +127,13 @@ async function openProcwireSocket(peerId, ctx) {
   const address = peerId === 'procwire-unix'
     ? `bench-${process.pid}`            // a named channel, in PROCWIRE_DIR (the run's temp dir)
     : { port: 0, host: '127.0.0.1' };
+  // TCP + TLS: a throwaway self-signed certificate made with openssl.
+  const tlsFiles = peerId === 'procwire-tls' ? makeCertificate(ctx.tmp) : null;
+  const listenOptions = tlsFiles ? { tls: { key: tlsFiles.key, cert: tlsFiles.cert } } : {};
   let channel = null;
   let readyCb = null;
   const t = { onmessage: null };
-  const server = pw.listen(address, (ch) => {
+  const server = pw.listen(address, listenOptions, (ch) => {
     channel = ch;
     ch.on('message', (m) => {
       if (readyCb) { const cb = readyCb; readyCb = null; cb(m && m.ready ? null : new Error('bad ready')); return; }
@@ -130,6 +143,7 @@ async function openProcwireSocket(peerId, ctx) {
   });
   await server.ready;
   const where = peerId === 'procwire-unix' ? address : { port: server.address().port, host: '127.0.0.1' };
+  if (tlsFiles) where.tls = { ca: tlsFiles.cert.toString() };
   const child = spawnEcho(peerId, where);
   child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
   await waitReady((cb) => { readyCb = cb; }, peerId);
@@ -370,7 +384,7 @@ async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {
 
 async function open(peerId, ctx) {
   if (isForkPeer(peerId)) return openFork(peerId, ctx);
-  if (peerId === 'procwire-unix' || peerId === 'procwire-tcp') return openProcwireSocket(peerId, ctx);
+  if (peerId === 'procwire-unix' || peerId === 'procwire-tcp' || peerId === 'procwire-tls') return openProcwireSocket(peerId, ctx);
   if (peerId === 'net-unix' || peerId === 'net-tcp') return openNet(peerId, ctx);
   if (peerId === 'redis') return openRedis(peerId, ctx);
   if (peerId === 'zeromq') return openZmq(peerId, ctx);

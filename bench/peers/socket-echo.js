@@ -2,7 +2,7 @@
 // Echo child for the socket peers: connects to the driver and sends every
 // message back (decoded and re-encoded, as a real service would).
 //   argv: kind, address (JSON)
-//   kinds: procwire-unix, procwire-tcp, net-unix, net-tcp, redis, zmq
+//   kinds: procwire-unix, procwire-tcp, procwire-tls, net-unix, net-tcp, redis, zmq
 
 const net = require('net');
 const path = require('path');
@@ -11,9 +11,10 @@ const kind = process.argv[2];
 const address = JSON.parse(process.argv[3]);
 
 async function main() {
-  if (kind === 'procwire-unix' || kind === 'procwire-tcp') {
+  if (kind === 'procwire-unix' || kind === 'procwire-tcp' || kind === 'procwire-tls') {
     const procwire = require(path.join(__dirname, '..', '..'));
-    const ch = await procwire.connect(address);
+    // { tls } rides along in the address for the TLS peer.
+    const ch = await procwire.connect(address, address.tls ? { tls: address.tls } : undefined);
     ch.on('message', (m) => ch.send(m));
     ch.on('close', () => process.exit(0));
     ch.on('error', () => {});

@@ -20,9 +20,11 @@ async function main(): Promise<void> {
 
   const server = procwire.listen('name', { allowUids: [1000] }, (c: Channel) => c.respond(async (v) => v));
   await server.ready;
-  const tcp = procwire.listen({ port: 0, host: '127.0.0.1' });
-  const client: Channel = await procwire.connect({ port: 1234 }, { secret: 'x'.repeat(32), helloTimeout: 1000 });
+  const tcp = procwire.listen({ port: 0, host: '127.0.0.1' }, { secret: 'x'.repeat(32), tls: { key: 'k', cert: 'c' } });
+  const client: Channel = await procwire.connect({ port: 1234 }, { secret: 'x'.repeat(32), helloTimeout: 1000, tls: { ca: 'pem' } });
   client.send('x', (err) => void err);
+  const big = procwire.alloc(1 << 20);
+  client.send({ big }, { transfer: [big] });
   const ok: boolean = client.send({ big: Buffer.alloc(1) });
   const parent: Channel | null = procwire.parent;
   const code: procwire.ErrorCode = procwire.errors.RequestTimeoutError.code;
