@@ -82,6 +82,15 @@ function resolveAddress(target) {
   throw invalidArg('address must be a name, a path, { path }, { name, abstract } or { port, host }');
 }
 
+function inodeOf(file) {
+  try { return fs.lstatSync(file).ino; } catch { return -1; }
+}
+
+function unlinkIfSame(file, ino) {
+  if (ino === undefined || ino < 0 || inodeOf(file) !== ino) return;
+  try { fs.unlinkSync(file); } catch { /* already gone */ }
+}
+
 async function numericHost(host) {
   if (net.isIP(host)) return host;
   const { address } = await dns.promises.lookup(host);
@@ -141,6 +150,9 @@ class Server extends EventEmitter {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
       if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
+      // Remembered so close() removes this server's file only, not one a
+      // later server bound after ours was deleted.
+      if (!a.abstract) this._socketIno = inodeOf(a.path);
       if (!a.abstract && this._options.auth !== false && this._secret === null) {
         // The key file lives beside the socket with the same 0600 rights; a
         // leftover one from a dead server is replaced with a fresh secret.
@@ -148,6 +160,7 @@ class Server extends EventEmitter {
           auth.removeSecretFile(a.path);
           this._secret = Buffer.from(auth.createSecretFile(a.path));
           this._keyFile = auth.secretFileFor(a.path);
+          this._keyIno = inodeOf(this._keyFile);
         } catch (err) {
           binding.closeFd(fd);
           try { fs.unlinkSync(a.path); } catch { /* gone */ }
@@ -273,9 +286,9 @@ class Server extends EventEmitter {
     if (this._listener) this._listener.close();
     if (this._tlsServer) this._tlsServer.close();
     if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
-      try { fs.unlinkSync(this._address.path); } catch { /* already gone */ }
+      unlinkIfSame(this._address.path, this._socketIno);
     }
-    if (this._keyFile) auth.removeSecretFile(this._address.path);
+    if (this._keyFile) unlinkIfSame(this._keyFile, this._keyIno);
     process.nextTick(() => {
       this.emit('close');
       if (callback) callback();

@@ -1,0 +1,123 @@
+'use strict';
+// Crash faults: the parent dies first, the socket file is deleted under a
+// live server, a sender that ignores backpressure into a stalled receiver.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const { once } = require('events');
+const procwire = require('..');
+
+if (process.argv[2] === 'child') {
+  const role = process.argv[3];
+  if (role === 'middle') {
+    // Forks a procwire grandchild, reports its pid, then waits to be killed.
+    const child = procwire.fork(__filename, ['child', 'grandchild'], { child: 'procwire', stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('message', (m) => { if (m.ready) process.stdout.write(`grandchild ${child.pid}\n`); });
+    setInterval(() => {}, 1000);
+  } else if (role === 'grandchild') {
+    const parent = procwire.parent;
+    parent.on('message', () => {});
+    parent.on('close', (reason) => {
+      process.stdout.write(`closed ${reason}\n`);
+      // No explicit exit: the channel was the only thing keeping us alive.
+    });
+    parent.send({ ready: true });
+    const timer = setInterval(() => parent.send({ tick: Date.now() }), 5);
+    parent.on('close', () => clearInterval(timer));
+  }
+  return;
+}
+
+function uniqueName() {
+  return `f-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+}
+
+function alive(pid) {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+test('a procwire child whose parent is killed sees the channel close and exits on its own', { timeout: 30_000 }, async () => {
+  const middle = childProcess.spawn(process.execPath, [__filename, 'child', 'middle'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  middle.stdout.on('data', (d) => { out += d; });
+  for (let i = 0; i < 500 && !/grandchild \d+/.test(out); i++) await new Promise((r) => setTimeout(r, 20));
+  const pid = Number(/grandchild (\d+)/.exec(out)[1]);
+  assert.ok(alive(pid));
+  middle.kill('SIGKILL');
+  await once(middle, 'exit');
+  // The grandchild must notice (EOF on its channel) and exit by itself.
+  let gone = false;
+  for (let i = 0; i < 250 && !gone; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    gone = !alive(pid);
+  }
+  if (!gone) process.kill(pid, 'SIGKILL');
+  assert.ok(gone, 'the orphaned procwire child exited once its parent died');
+});
+
+test('deleting the socket file under a live server: open channels go on, new connects fail cleanly, the name can be reused', { timeout: 20_000 }, async () => {
+  const name = uniqueName();
+  const server = procwire.listen(name);
+  await server.ready;
+  server.on('channel', (ch) => ch.on('message', (m) => ch.send(m)));
+  const client = await procwire.connect(name);
+  const file = server.address().path;
+  fs.unlinkSync(file);
+  client.send({ still: 1 });
+  const [m] = await once(client, 'message');
+  assert.deepStrictEqual(m, { still: 1 }, 'the established channel is unaffected');
+  await assert.rejects(procwire.connect(name), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+  // A new server may take the name while the old one still runs.
+  const second = procwire.listen(name);
+  await second.ready;
+  second.on('channel', (ch) => ch.on('message', (x) => ch.send({ second: x })));
+  const c2 = await procwire.connect(name);
+  c2.send(1);
+  const [m2] = await once(c2, 'message');
+  assert.deepStrictEqual(m2, { second: 1 });
+  // Closing the first server must not remove the second one's file.
+  server.close();
+  await new Promise((r) => setTimeout(r, 20));
+  c2.destroy();
+  client.destroy();
+  const c3 = await procwire.connect(name);
+  c3.destroy();
+  second.close();
+});
+
+test('a would-block storm (sender ignoring backpressure into a stalled receiver) loses nothing it acknowledged', { timeout: 60_000 }, async () => {
+  const name = uniqueName();
+  const server = procwire.listen(name);
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const client = await procwire.connect(name);
+  const [s] = await accepted;
+  try {
+    s.pause();
+    let acknowledged = 0;
+    const n = 20_000;
+    const payload = 'x'.repeat(200);
+    for (let i = 0; i < n; i++) client.send({ i, payload }, (err) => { if (!err) acknowledged++; });
+    // Let the socket fill and stay full for a while: every flush hits EAGAIN.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(client.writableLength > 0, 'the receiver is stalled, so bytes wait');
+    let expected = 0;
+    let bad = 0;
+    const done = new Promise((resolve) => s.on('message', (m) => {
+      if (m.i !== expected++) bad++;
+      if (expected === n) resolve();
+    }));
+    s.resume();
+    await done;
+    assert.strictEqual(bad, 0);
+    assert.strictEqual(acknowledged, n, 'every callback reported success');
+    assert.ok(client.stats().writeCalls > 2, 'the writes were spread over many would-block rounds');
+  } finally {
+    client.destroy();
+    s.destroy();
+    server.close();
+  }
+});
