@@ -82,12 +82,19 @@ function resolveAddress(target) {
   throw invalidArg('address must be a name, a path, { path }, { name, abstract } or { port, host }');
 }
 
+// A file's identity: tmpfs reuses inode numbers at once, so the inode is
+// paired with the nanosecond change time.
 function inodeOf(file) {
-  try { return fs.lstatSync(file).ino; } catch { return -1; }
+  try {
+    const st = fs.lstatSync(file, { bigint: true });
+    return `${st.ino}:${st.ctimeNs}`;
+  } catch {
+    return null;
+  }
 }
 
-function unlinkIfSame(file, ino) {
-  if (ino === undefined || ino < 0 || inodeOf(file) !== ino) return;
+function unlinkIfSame(file, identity) {
+  if (!identity || inodeOf(file) !== identity) return;
   try { fs.unlinkSync(file); } catch { /* already gone */ }
 }
 
