@@ -6,58 +6,11 @@
 //
 //   node bench/codec.js [--quick]
 
-const v8 = require('v8');
 const harness = require('./lib/harness');
 
 const SIZES = [64, 1024, 16384, 65536];
 
-// Node's 'advanced' IPC path, rebuilt from its description: a DefaultSerializer
-// whose host objects (ArrayBufferViews) get a uint32 tag 0 before V8's own
-// encoding; 4 placeholder bytes that become the big-endian payload length.
-class IpcSerializer extends v8.DefaultSerializer {
-  _writeHostObject(value) {
-    if (ArrayBuffer.isView(value)) {
-      this.writeUint32(0);
-      return super._writeHostObject(value);
-    }
-    throw new TypeError('unsupported host object');
-  }
-}
-
-class IpcDeserializer extends v8.DefaultDeserializer {
-  _readHostObject() {
-    const tag = this.readUint32();
-    if (tag === 0) return super._readHostObject();
-    throw new TypeError(`unsupported host object tag ${tag}`);
-  }
-}
-
-const LENGTH_PLACEHOLDER = Buffer.alloc(4);
-
-function nodeAdvancedEncode(value) {
-  const ser = new IpcSerializer();
-  ser.writeRawBytes(LENGTH_PLACEHOLDER);
-  ser.writeHeader();
-  ser.writeValue(value);
-  const frame = ser.releaseBuffer();
-  frame.writeUInt32BE(frame.length - 4, 0);
-  return frame;
-}
-
-function nodeAdvancedDecode(payload) {
-  const des = new IpcDeserializer(payload);
-  des.readHeader();
-  return des.readValue();
-}
-
-// Node's 'json' path: JSON text plus '\n', written as UTF-8; read back as text.
-function nodeJsonEncode(value) {
-  return Buffer.from(`${JSON.stringify(value)}\n`, 'utf8');
-}
-
-function nodeJsonDecode(payload) {
-  return JSON.parse(payload.toString('utf8'));
-}
+const { nodeAdvancedEncode, nodeAdvancedDecode, nodeJsonEncode, nodeJsonDecode } = require('./lib/node-codec');
 
 function codecs() {
   const procwire = require(harness.ROOT);

