@@ -32,6 +32,9 @@ const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
 // too). Each is a descriptor in flight, and the kernel caps those per user.
 const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
 const SEGMENT_ACK = 'NODE_PROCWIRE_SEGACK';
+// Sent first by an end that can receive shared-memory segments; the other end
+// sends out of line only after it arrives.
+const CAPABILITIES = 'NODE_PROCWIRE_CAPS';
 const OUT_OF_LINE_MODES = ['auto', 'always', 'never'];
 
 const REQUEST = 'NODE_PROCWIRE_REQ';
@@ -124,6 +127,12 @@ class Channel extends EventEmitter {
         : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
     this._handle.owner = this;
+    this._peerTakesSegments = false;
+    // Say what we can receive. Only native channels that may use segments
+    // do; a plain Node peer never gets procwire's internal messages this way.
+    this._canTakeSegments = this._segmentCounters !== null && typeof options.createHandle !== 'function' &&
+      typeof this._handle.enableOutOfLine === 'function';
+    if (this._canTakeSegments) this._sendInternal({ cmd: CAPABILITIES, v: 1, segments: true });
     this.on('newListener', (event) => {
       if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
       if (event === 'message' || event === 'disconnect') process.nextTick(() => this._applyRefPolicy());
@@ -324,7 +333,8 @@ class Channel extends EventEmitter {
       bufferedBytes: s[8],
       pendingRequests: this._requests.size,
       outOfLine: {
-        enabled: this.outOfLine !== 'never',
+        // On when both ends can: this end allows it and the peer said so.
+        enabled: this.outOfLine !== 'never' && this._peerTakesSegments,
         messagesOut: s[73] || 0,
         bytesOut: s[74] || 0,
         messagesIn: s[75] || 0,
@@ -455,6 +465,11 @@ class Channel extends EventEmitter {
           return;
         }
         this._settleRequest(message.id, err);
+      }
+    } else if (message.cmd === CAPABILITIES) {
+      if (message.segments === true && this._canTakeSegments && !this._peerTakesSegments) {
+        this._peerTakesSegments = true;
+        this._handle.enableOutOfLine();
       }
     } else if (message.cmd === SEGMENT_ACK) {
       if (typeof message.n === 'number' && typeof message.bytes === 'number') {

@@ -210,7 +210,11 @@ class Server extends EventEmitter {
       if (this._address.kind === 'unix') {
         const cred = binding.peerCredentials(fd);
         if (typeof cred !== 'number') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
-        if (this._allowedUids !== '*' && (peer === null || !this._allowedUids.includes(peer.uid))) {
+        // Without SO_PEERCRED (the JS fallback answers -ENOSYS) the socket
+        // file's 0600 mode is what admits only this user, so the default
+        // same-uid policy holds; an explicit allow-list cannot be checked.
+        const unverifiable = cred === -38 && this._options.allowUids === undefined;
+        if (this._allowedUids !== '*' && !unverifiable && (peer === null || !this._allowedUids.includes(peer.uid))) {
           binding.closeFd(fd);
           this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
             `peer uid ${peer && peer.uid} is not allowed`, undefined, { peer }));
@@ -379,20 +383,25 @@ async function connect(target, options) {
       channel.once('close', onClose);
     });
   }
-  if (secret !== null) {
-    const quiet = () => {};
-    channel.on('error', quiet);
-    try {
-      const key = secret === 'keyfile' ? Buffer.from(auth.readSecretFile(address.path)) : secret;
-      await auth.authenticate(channel, { secret: key, role: 'client', timeout: helloTimeout });
-    } catch (err) {
-      channel.destroy();
-      throw err;
-    } finally {
-      channel.off('error', quiet);
-    }
-  }
+  await authenticateClient(channel, secret, address, helloTimeout);
   return channel;
+}
+
+// The client's side of the hello. A failure destroys the channel; errors
+// during the hello are the promise's, not the channel's 'error' events.
+async function authenticateClient(channel, secret, address, helloTimeout) {
+  if (secret === null) return;
+  const quiet = () => {};
+  channel.on('error', quiet);
+  try {
+    const key = secret === 'keyfile' ? Buffer.from(auth.readSecretFile(address.path)) : secret;
+    await auth.authenticate(channel, { secret: key, role: 'client', timeout: helloTimeout });
+  } catch (err) {
+    channel.destroy();
+    throw err;
+  } finally {
+    channel.off('error', quiet);
+  }
 }
 
 async function connectTls(address, options, secret, helloTimeout) {
@@ -418,18 +427,7 @@ async function connectTls(address, options, secret, helloTimeout) {
     peer: { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized },
     createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
   });
-  if (secret !== null) {
-    const quiet = () => {};
-    channel.on('error', quiet);
-    try {
-      await auth.authenticate(channel, { secret, role: 'client', timeout: helloTimeout });
-    } catch (err) {
-      channel.destroy();
-      throw err;
-    } finally {
-      channel.off('error', quiet);
-    }
-  }
+  await authenticateClient(channel, secret, address, helloTimeout);
   return channel;
 }
 

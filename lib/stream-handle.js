@@ -117,7 +117,8 @@ class StreamHandle {
     stream.on('close', listeners.close);
     if (this._connecting) stream.once(this._connectEvent, listeners.connect);
     if (!this._refed && typeof stream.unref === 'function') stream.unref();
-    if (!this._reading) stream.pause();
+    // A socket accepted with pauseOnConnect is not flowing yet.
+    if (this._reading) stream.resume(); else stream.pause();
     if (!this._connecting) this.flush();
   }
 

@@ -114,7 +114,7 @@ test('stats() counts messages and bytes and keeps a log-spaced size histogram', 
   }
 });
 
-test('named channels live in a private directory; sockets are 0600', async () => {
+test('named channels live in a private directory; sockets are 0600', { skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
   const p = await pair();
   try {
     const file = p.server.address().path;

@@ -111,6 +111,10 @@ test('the receiver never sees writes the sender makes after send(); its own writ
   const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
   try {
     const ch = child.channel;
+    // One round trip first: large views go out of line only once the child
+    // has said it can take segments.
+    ch.send({ op: 'fds' });
+    await once(ch, 'message');
     const data = Buffer.alloc(16 * MiB, 1);
     const expected = sumEvery(data);
     ch.send({ op: 'sum', data });
@@ -284,6 +288,8 @@ test('a peer killed mid-transfer closes the channel; no descriptors stay behind'
   const fdsBefore = openFds();
   const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
   const ch = child.channel;
+  ch.send({ op: 'fds' });
+  await once(ch, 'message');
   const closed = once(ch, 'close');
   for (let i = 0; i < 16; i++) ch.send({ op: 'sum', data: Buffer.alloc(8 * MiB, i) });
   await new Promise((r) => setTimeout(r, 20));
@@ -309,3 +315,39 @@ test('outOfLine: "never" keeps large views inline, and stats say so', async () =
     p.close();
   }
 });
+
+test('a peer that has not said it takes segments (like the JS fallback) gets everything inline', async () => {
+  const fresh = await namedPairNoCaps();
+  try {
+    const data = crypto.randomBytes(2 * MiB);
+    fresh.server.send({ data });
+    const [m] = await once(fresh.client, 'message');
+    assert.ok(m.data.equals(data));
+    assert.strictEqual(fresh.server.stats().outOfLine.messagesOut, 0);
+    assert.strictEqual(fresh.server.stats().outOfLine.enabled, false);
+  } finally {
+    fresh.close();
+  }
+});
+
+// A named pair whose client never announces segment support (its
+// announcement is removed before it is sent), standing in for a fallback peer.
+async function namedPairNoCaps() {
+  const { Channel } = require('../lib/channel');
+  const original = Channel.prototype._sendInternal;
+  Channel.prototype._sendInternal = function (message) {
+    if (message && message.cmd === 'NODE_PROCWIRE_CAPS') return;
+    return original.call(this, message);
+  };
+  try {
+    const name = uniqueName();
+    const server = procwire.listen(name);
+    await server.ready;
+    const accepted = once(server, 'channel');
+    const client = await procwire.connect(name);
+    const [s] = await accepted;
+    return { server: s, client, close() { client.destroy(); s.destroy(); server.close(); } };
+  } finally {
+    Channel.prototype._sendInternal = original;
+  }
+}

@@ -166,7 +166,7 @@ class NativeChannel final : public Closable {
     CHECK_NOT_NULL(self);
     Local<Context> context = args.GetIsolate()->GetCurrentContext();
     EncodedFrame frame;
-    if (!self->ool_enabled_ && !args[1]->IsArray()) {
+    if (!self->ool_send_ && !args[1]->IsArray()) {
       // The common case: everything inline, nothing to transfer.
       if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
       self->Enqueue(frame);
@@ -174,7 +174,7 @@ class NativeChannel final : public Closable {
       return;
     }
     OutOfLine ool;
-    ool.enabled = self->ool_enabled_;
+    ool.enabled = self->ool_send_;
     ool.threshold = self->ool_threshold_;
     if (args[1]->IsArray()) {
       Local<Array> list = args[1].As<Array>();
@@ -251,6 +251,16 @@ class NativeChannel final : public Closable {
     args.GetReturnValue().Set(static_cast<double>(self->queue_.total_written()));
   }
 
+  // enableOutOfLine(): the peer said it takes segments; large views may go
+  // out of line from now on. (Until then everything goes inline, so a peer
+  // without shared-memory support, such as one on the JS fallback, is never
+  // sent a descriptor.)
+  static void EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->ool_send_ = self->ool_enabled_;
+  }
+
   static void ReadStart(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -263,20 +273,7 @@ class NativeChannel final : public Closable {
     self->reading_ = false;
     self->UpdatePoll();
   }
-  static void Ref(const FunctionCallbackInfo<Value>& args) {
-    NativeChannel* self = Unwrap(args);
-    CHECK_NOT_NULL(self);
-    uv_ref(reinterpret_cast<uv_handle_t*>(&self->poll_));
-  }
-  static void Unref(const FunctionCallbackInfo<Value>& args) {
-    NativeChannel* self = Unwrap(args);
-    CHECK_NOT_NULL(self);
-    uv_unref(reinterpret_cast<uv_handle_t*>(&self->poll_));
-  }
-  static void Close(const FunctionCallbackInfo<Value>& args) {
-    NativeChannel* self = Unwrap(args);
-    if (self != nullptr) self->StartClose();
-  }
+  uv_handle_t* poll_handle() { return reinterpret_cast<uv_handle_t*>(&poll_); }
   static void ShutdownWrite(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -670,6 +667,8 @@ class NativeChannel final : public Closable {
     (void)node::MakeCallback(isolate, wrapper, fn.Get(isolate), argc, argv, async_context_);
   }
 
+  // Public for CloseHandle<T> below.
+ public:
   void StartClose() {
     if (closing_) return;
     closing_ = true;
@@ -678,6 +677,8 @@ class NativeChannel final : public Closable {
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnClosed);
   }
+
+ private:
 
   static void OnClosed(uv_handle_t* handle) {
     NativeChannel* self = static_cast<NativeChannel*>(handle->data);
@@ -714,8 +715,10 @@ class NativeChannel final : public Closable {
   bool closing_ = false;
   bool teardown_ = false;
   Counters counters_;
-  // Out-of-line sending and receiving (procwire peers on unix sockets).
+  // Out-of-line receiving (procwire peers on unix sockets), and sending,
+  // which waits for the peer to say it can receive.
   bool ool_enabled_;
+  bool ool_send_ = false;
   size_t ool_threshold_;
   std::deque<int> pending_fds_;
   std::vector<Global<ArrayBuffer>> next_segments_;
@@ -761,20 +764,7 @@ class NativeListener final : public Closable {
     new NativeListener(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), args.This(),
                        args[0].As<Integer>()->Value(), args[1].As<Function>());
   }
-  static void Close(const FunctionCallbackInfo<Value>& args) {
-    NativeListener* self = Unwrap(args);
-    if (self != nullptr) self->StartClose();
-  }
-  static void Ref(const FunctionCallbackInfo<Value>& args) {
-    NativeListener* self = Unwrap(args);
-    CHECK_NOT_NULL(self);
-    uv_ref(reinterpret_cast<uv_handle_t*>(&self->poll_));
-  }
-  static void Unref(const FunctionCallbackInfo<Value>& args) {
-    NativeListener* self = Unwrap(args);
-    CHECK_NOT_NULL(self);
-    uv_unref(reinterpret_cast<uv_handle_t*>(&self->poll_));
-  }
+  uv_handle_t* poll_handle() { return reinterpret_cast<uv_handle_t*>(&poll_); }
 
   void CloseForTeardown() override {
     // As for channels: release V8 handles while the isolate exists.
@@ -812,6 +802,8 @@ class NativeListener final : public Closable {
                              argv, self->async_context_);
   }
 
+  // Public for CloseHandle<T> below.
+ public:
   void StartClose() {
     if (closing_) return;
     closing_ = true;
@@ -849,6 +841,28 @@ class NativeListener final : public Closable {
   Global<Function> on_connection_;
 };
 
+// The JavaScript methods every poll-based handle shares. T provides
+// Unwrap(args), poll_handle() and StartClose().
+template <typename T>
+void RefHandle(const FunctionCallbackInfo<Value>& args) {
+  T* self = T::Unwrap(args);
+  CHECK_NOT_NULL(self);
+  uv_ref(self->poll_handle());
+}
+
+template <typename T>
+void UnrefHandle(const FunctionCallbackInfo<Value>& args) {
+  T* self = T::Unwrap(args);
+  CHECK_NOT_NULL(self);
+  uv_unref(self->poll_handle());
+}
+
+template <typename T>
+void CloseHandle(const FunctionCallbackInfo<Value>& args) {
+  T* self = T::Unwrap(args);
+  if (self != nullptr) self->StartClose();
+}
+
 void SetMethod(Isolate* isolate, Local<FunctionTemplate> t, Local<v8::External> data, const char* name,
                v8::FunctionCallback fn) {
   t->PrototypeTemplate()->Set(OneByteString(isolate, name), FunctionTemplate::New(isolate, fn, data));
@@ -866,11 +880,12 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "write", NativeChannel::Write);
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
+  SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
-  SetMethod(isolate, ch, external, "ref", NativeChannel::Ref);
-  SetMethod(isolate, ch, external, "unref", NativeChannel::Unref);
-  SetMethod(isolate, ch, external, "close", NativeChannel::Close);
+  SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);
+  SetMethod(isolate, ch, external, "unref", UnrefHandle<NativeChannel>);
+  SetMethod(isolate, ch, external, "close", CloseHandle<NativeChannel>);
   SetMethod(isolate, ch, external, "shutdownWrite", NativeChannel::ShutdownWrite);
   SetMethod(isolate, ch, external, "stats", NativeChannel::Stats);
   SetMethod(isolate, ch, external, "fd", NativeChannel::Fd);
@@ -881,9 +896,9 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   Local<FunctionTemplate> ls = FunctionTemplate::New(isolate, NativeListener::New, external);
   ls->SetClassName(OneByteString(isolate, "NativeListener"));
   ls->InstanceTemplate()->SetInternalFieldCount(1);
-  SetMethod(isolate, ls, external, "close", NativeListener::Close);
-  SetMethod(isolate, ls, external, "ref", NativeListener::Ref);
-  SetMethod(isolate, ls, external, "unref", NativeListener::Unref);
+  SetMethod(isolate, ls, external, "close", CloseHandle<NativeListener>);
+  SetMethod(isolate, ls, external, "ref", RefHandle<NativeListener>);
+  SetMethod(isolate, ls, external, "unref", UnrefHandle<NativeListener>);
   data->listener_template.Reset(isolate, ls);
   exports->Set(context, OneByteString(isolate, "NativeListener"), ls->GetFunction(context).ToLocalChecked())
       .Check();

@@ -281,14 +281,8 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
     if (!deserializer_->ReadUint32(&index) || !deserializer_->ReadUint32(&byte_length)) {
       return Fail("ERR_PROCWIRE_DECODE", "truncated ArrayBufferView");
     }
-    if (!IsKnownViewIndex(index)) {
-      return Fail("ERR_PROCWIRE_BAD_VIEW_TYPE", "unknown ArrayBufferView type index");
-    }
+    if (!CheckView(index, byte_length)) return {};
     const size_t element = BytesPerElement(index);
-    if (byte_length % element != 0) {
-      return Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH",
-                  "ArrayBufferView byte length is not a multiple of its element size");
-    }
     const void* bytes = nullptr;
     if (!deserializer_->ReadRawBytes(byte_length, &bytes)) {
       return Fail("ERR_PROCWIRE_DECODE", "ArrayBufferView bytes run past the end of the payload");
@@ -310,6 +304,20 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
   }
 
  private:
+  // A view's type index and length must make sense before any bytes are
+  // touched: a known type, and a whole number of elements.
+  bool CheckView(uint32_t index, uint32_t byte_length) {
+    if (!IsKnownViewIndex(index)) {
+      Fail("ERR_PROCWIRE_BAD_VIEW_TYPE", "unknown ArrayBufferView type index");
+      return false;
+    }
+    if (byte_length % BytesPerElement(index) != 0) {
+      Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH", "ArrayBufferView byte length is not a multiple of its element size");
+      return false;
+    }
+    return true;
+  }
+
   // V8 allows no JavaScript to run while it deserializes, so the coded
   // error cannot be made here: remember it, throw a plain one to stop V8,
   // and let DecodePayload replace it once V8 has returned.
@@ -339,14 +347,8 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
     if (segment >= segments_->buffers.size()) {
       return Fail("ERR_PROCWIRE_SEGMENT", "reference to a segment the frame does not carry");
     }
-    if (!IsKnownViewIndex(index)) {
-      return Fail("ERR_PROCWIRE_BAD_VIEW_TYPE", "unknown ArrayBufferView type index");
-    }
+    if (!CheckView(index, byte_length)) return {};
     const size_t element = BytesPerElement(index);
-    if (byte_length % element != 0) {
-      return Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH",
-                  "ArrayBufferView byte length is not a multiple of its element size");
-    }
     Local<ArrayBuffer> ab = segments_->buffers[segment];
     if (static_cast<uint64_t>(offset) + byte_length > ab->ByteLength()) {
       return Fail("ERR_PROCWIRE_SEGMENT", "segment reference runs past the end of the segment");

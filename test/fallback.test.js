@@ -1,0 +1,248 @@
+'use strict';
+// The pure-JavaScript fallback (lib/fallback/binding.js) against the native
+// addon:
+//   - "bindings match fallback": for the whole shared corpus, both encode the
+//     same bytes, each decodes the other's, both framers agree, hostile
+//     payloads get the same error codes; and a native process talks to a
+//     fallback process over a fork channel and a named channel;
+//   - the existing suites (conformance over every transport, channel, codec,
+//     framer) pass with PROCWIRE_FORCE_FALLBACK=1.
+
+const { describe, test } = require('node:test');
+const assert = require('node:assert');
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const path = require('path');
+const { once } = require('events');
+const procwire = require('..');
+const corpus = require('./fixtures/corpus');
+const { makeError } = require('../lib/errors');
+
+const T = { timeout: 60_000 };
+const ROOT = path.join(__dirname, '..');
+const PEER = path.join(__dirname, 'helpers', 'peer.js');
+const NO_NATIVE = !procwire.native && 'the native addon is not loaded here: nothing to compare the fallback with';
+
+const native = require('../lib/native').binding;
+const fallback = require('../lib/fallback/binding');
+fallback.setup(Buffer, makeError);
+
+function outcome(fn) {
+  try {
+    return { value: fn() };
+  } catch (err) {
+    return { err };
+  }
+}
+
+describe('bindings match fallback', { skip: NO_NATIVE }, () => {
+  test('encode: identical bytes (or the same error code) for every corpus case, both formats', T, () => {
+    const cases = corpus.build();
+    try {
+      let compared = 0;
+      for (const c of cases) {
+        for (const format of c.json ? [0, 1] : [0]) {
+          const a = outcome(() => native.encode(format, c.value));
+          const b = outcome(() => fallback.encode(format, c.value));
+          const what = `${c.name} (${format === 0 ? 'advanced' : 'json'})`;
+          if (a.err || b.err) {
+            assert.ok(a.err && b.err, `${what}: native ${a.err ? 'threw' : 'encoded'}, fallback ${b.err ? `threw ${b.err.stack}` : 'encoded'}`);
+            assert.strictEqual(b.err.code, a.err.code, what);
+            continue;
+          }
+          assert.ok(Buffer.isBuffer(b.value), what);
+          assert.ok(a.value.equals(b.value), `${what}: bytes differ`);
+          compared++;
+        }
+      }
+      assert.ok(compared > 150, `only ${compared} encodings compared`);
+    } finally {
+      corpus.cleanupAll(cases);
+    }
+  });
+
+  test('decode: each decodes the other\'s bytes to the case\'s value', T, () => {
+    const cases = corpus.build();
+    try {
+      for (const c of cases) {
+        const fromNative = native.encode(0, c.value);
+        const fromFallback = fallback.encode(0, c.value);
+        corpus.assertCase(c, fallback.decode(0, fromNative.subarray(4)), 'fallback decodes native');
+        corpus.assertCase(c, native.decode(0, fromFallback.subarray(4)), 'native decodes fallback');
+        if (c.json) {
+          const j = native.encode(1, c.value);
+          assert.deepStrictEqual(fallback.decode(1, j.subarray(0, j.length - 1)), corpus.jsonExpected(c), c.name);
+        }
+      }
+    } finally {
+      corpus.cleanupAll(cases);
+    }
+  });
+
+  test('hostile and truncated payloads: same error codes, same accepted values', T, () => {
+    const samples = corpus.build().filter((c) => !c.large);
+    const payloads = samples.map((c) => native.encode(0, c.value).subarray(4));
+    corpus.cleanupAll(samples);
+    let seed = 99;
+    const rand = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed >>> 8;
+    };
+    const inputs = [];
+    for (const p of payloads) {
+      for (let n = 0; n < p.length; n += Math.max(1, p.length >> 5)) inputs.push(Buffer.from(p.subarray(0, n)));
+    }
+    for (let i = 0; i < 4000; i++) {
+      const buf = Buffer.from(payloads[rand() % payloads.length]);
+      const pos = 2 + (rand() % Math.max(1, buf.length - 2));
+      if (pos < buf.length) buf[pos] = rand() & 0xff;
+      inputs.push(buf);
+    }
+    const host = (...rest) => Buffer.from([0xff, 0x0f, 0x5c, ...rest]);
+    inputs.push(host(2, 1, 1, 0), host(0, 14, 1, 0), host(0, 5, 3, 1, 2, 3), host(0, 1, 10, 1, 2), host(1, 0x49, 0x02),
+      host(), Buffer.alloc(0), Buffer.from('ff104902', 'hex'));
+    let rejected = 0;
+    for (const input of inputs) {
+      const a = outcome(() => native.decode(0, input));
+      const b = outcome(() => fallback.decode(0, input));
+      const what = input.toString('hex').slice(0, 120);
+      if (a.err || b.err) {
+        assert.ok(a.err && b.err, `${what}: native ${a.err ? a.err.code : 'accepted'}, fallback ${b.err ? b.err.code : 'accepted'}`);
+        assert.strictEqual(b.err.code, a.err.code, what);
+        rejected++;
+        continue;
+      }
+      // Both accepted: Node's encoder writes the same bytes for both values.
+      assert.ok(corpus.referenceEncode(a.value).equals(corpus.referenceEncode(b.value)), what);
+    }
+    assert.ok(rejected > 100, `only ${rejected} rejections`);
+  });
+
+  test('framers: same messages, errors and fatal error for a stream in random pieces', T, () => {
+    const cases = corpus.build().filter((c) => !c.cleanup && c.send);
+    const frames = cases.map((c) => native.encode(0, c.value));
+    // A corrupt (but well framed) payload in the middle, an oversize header at the end.
+    const bad = Buffer.from([0, 0, 0, 3, 0xff, 0x0f, 0x5c]);
+    const stream = Buffer.concat([...frames.slice(0, 5), bad, ...frames.slice(5), Buffer.from('ffffffff00', 'hex')]);
+    let seed = 7;
+    const rand = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed >>> 8;
+    };
+    const run = (Framer) => {
+      const framer = new Framer(0, 64 << 20);
+      const out = { messages: [], errors: [], fatal: [] };
+      for (let at = 0; at < stream.length;) {
+        const n = 1 + (rand() % 70000);
+        const [messages, errors, fatal] = framer.push(stream.subarray(at, at + n));
+        at += n;
+        if (errors) for (let i = 0; i < errors.length; i += 2) out.errors.push([out.messages.length + errors[i], errors[i + 1].code]);
+        out.messages.push(...messages);
+        if (fatal) out.fatal.push([fatal.code, fatal.message]);
+      }
+      out.buffering = framer.buffering();
+      return out;
+    };
+    seed = 7;
+    const a = run(native.NativeFramer);
+    seed = 7;
+    const b = run(fallback.NativeFramer);
+    assert.strictEqual(b.messages.length, cases.length);
+    cases.forEach((c, i) => corpus.assertCase(c, b.messages[i], `fallback framer #${i}`));
+    assert.strictEqual(a.messages.length, b.messages.length);
+    assert.deepStrictEqual(b.errors, a.errors);
+    assert.deepStrictEqual(b.fatal.slice(0, 1), a.fatal.slice(0, 1));
+    assert.strictEqual(b.fatal[0][0], 'ERR_PROCWIRE_MESSAGE_TOO_LARGE');
+    // json lines, with a line over the maximum
+    const jn = new native.NativeFramer(1, 10);
+    const jf = new fallback.NativeFramer(1, 10);
+    for (const chunk of ['{"a":1}\n[1,', '2]\n{bad}\n"x"', '\n', '"0123456789"\n']) {
+      const x = jn.push(Buffer.from(chunk));
+      const y = jf.push(Buffer.from(chunk));
+      assert.deepStrictEqual(y[0], x[0], chunk);
+      assert.deepStrictEqual(y[1] && y[1].map((e) => (typeof e === 'number' ? e : e.code)), x[1] && x[1].map((e) => (typeof e === 'number' ? e : e.code)), chunk);
+      assert.deepStrictEqual(y[2] && [y[2].code, y[2].message], x[2] && [x[2].code, x[2].message], chunk);
+      assert.strictEqual(jf.buffering(), jn.buffering(), chunk);
+    }
+  });
+
+  test('a native parent and a fallback child talk over a fork channel, both ways', { timeout: 60_000 }, async () => {
+    const cases = corpus.build().filter((c) => c.send && !c.cleanup);
+    // outOfLine 'never': the JS fallback cannot receive descriptors, so it
+    // cannot take shared-memory segments (large views) from a native peer.
+    const child = procwire.fork(PEER, ['procwire'], {
+      child: 'procwire', env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' }, stdio: ['inherit', 'inherit', 'pipe'],
+      outOfLine: 'never',
+    });
+    child.stderr.resume();
+    try {
+      const got = [];
+      const done = new Promise((resolve) => {
+        child.channel.on('message', (m) => {
+          got.push(m);
+          if (got.length === cases.length) resolve();
+        });
+      });
+      cases.forEach((c, i) => child.send({ op: 'echo', i, v: c.value }));
+      await done;
+      got.forEach((m, i) => {
+        assert.strictEqual(m.i, i);
+        corpus.assertCase(cases[i], m.v, 'echoed by the fallback child');
+      });
+      assert.deepStrictEqual(await child.channel.request({ x: 1 }, { timeout: 10_000 }), { echo: { x: 1 } });
+    } finally {
+      child.channel.destroy();
+      child.kill('SIGKILL');
+    }
+  });
+
+  test('a fallback client connects to a native named server (key-file handshake included)', { timeout: 60_000 }, async () => {
+    const name = `fb-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+    const server = procwire.listen(name);
+    await server.ready;
+    const gotChannel = once(server, 'channel');
+    const child = childProcess.spawn(process.execPath, [PEER, 'named', name], {
+      stdio: ['inherit', 'inherit', 'pipe'], env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' },
+    });
+    child.stderr.resume();
+    try {
+      const [channel] = await gotChannel;
+      channel.send({ op: 'echo', v: [1, 'two', Buffer.from('three')] });
+      const [m] = await once(channel, 'message');
+      assert.deepStrictEqual(m, { op: 'echo', v: [1, 'two', Buffer.from('three')] });
+      channel.destroy();
+    } finally {
+      server.close();
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+// The existing suites, whole, through the fallback. Run once per Node line
+// like every other file here; one child `node --test` process.
+test('conformance, channel, codec and framer suites pass through the JS fallback', { timeout: 15 * 60_000 }, async (t) => {
+  const files = ['conformance', 'channel', 'codec', 'framer'].map((f) => path.join(__dirname, `${f}.test.js`));
+  const env = { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' };
+  // Set by the outer test runner; the inner one must run as a runner too.
+  delete env.NODE_TEST_CONTEXT;
+  const child = childProcess.spawn(process.execPath,
+    ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
+      cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 14 * 60_000);
+  const [code, signal] = await once(child, 'exit');
+  clearTimeout(timer);
+  const count = (word) => {
+    const m = output.match(new RegExp(`^ℹ ${word} (\\d+)`, 'm'));
+    return m ? Number(m[1]) : NaN;
+  };
+  t.diagnostic(`fallback suites: pass ${count('pass')}, fail ${count('fail')}, skipped ${count('skipped')}`);
+  const failures = output.split('\n').filter((l) => /^\s*✖/.test(l)).slice(0, 20).join('\n');
+  assert.strictEqual(code, 0,
+    `fallback suites: exit ${code} ${signal || ''}, pass ${count('pass')}, fail ${count('fail')}, skipped ${count('skipped')}\n${failures}\n${output.slice(-3000)}`);
+  assert.ok(count('pass') > 500, `only ${count('pass')} tests passed`);
+  assert.strictEqual(count('fail'), 0);
+});
