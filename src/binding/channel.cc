@@ -91,6 +91,37 @@ class ReadBlock final : public PayloadMemory {
   Global<ArrayBuffer> array_buffer_;
 };
 
+// A reassembled frame's memory: the first borrow takes the reader's block
+// and makes it the ArrayBuffer's backing store, so a large frame that spanned
+// many reads is not copied once more into its views.
+class ReassembledMemory final : public PayloadMemory {
+ public:
+  ReassembledMemory(FrameReader* reader, const uint8_t* payload, size_t payload_offset)
+      : reader_(reader), base_(payload - payload_offset) {}
+  const uint8_t* base() const override { return base_; }
+  MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
+    if (array_buffer_.IsEmpty()) {
+      size_t offset = 0;
+      size_t size = 0;
+      uint8_t* block = reader_->TakeReassembled(&offset, &size);
+      if (block == nullptr) return {};
+      std::unique_ptr<BackingStore> store =
+          ArrayBuffer::NewBackingStore(block, size, FreeBackingStore, nullptr);
+      array_buffer_ = ArrayBuffer::New(isolate, std::move(store));
+    }
+    return array_buffer_;
+  }
+
+ private:
+  FrameReader* reader_;
+  const uint8_t* base_;
+  Local<ArrayBuffer> array_buffer_;
+};
+
+// Reassembled frames at least this large lend their memory to the views
+// decoded from them; smaller ones are cheaper to copy than to give away.
+constexpr size_t kLendReassembledThreshold = 1024 * 1024;
+
 struct Counters {
   double messages_in = 0, messages_out = 0, bytes_in = 0, decode_errors = 0, read_calls = 0;
   // Messages (and their segment bytes) that travelled out of line.
@@ -556,6 +587,9 @@ class NativeChannel final : public Closable {
     counters_.histogram_in[SizeBucket(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1))]++;
     Local<Value> value;
     PayloadMemory* memory = frame.in_place ? block : nullptr;
+    ReassembledMemory reassembled(&reader_, frame.data,
+                                  reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 0);
+    if (!frame.in_place && frame.size >= kLendReassembledThreshold) memory = &reassembled;
     InSegments segments;
     InSegments* with_segments = nullptr;
     if (ool_enabled_) {

@@ -49,6 +49,15 @@ class ByteBuffer {
   void Commit(size_t n) { size_ += n; }
   void Clear() { size_ = 0; }
 
+  // Gives the block (malloc'd; free() it) to the caller and leaves this
+  // buffer empty. Returns nullptr when there is none.
+  uint8_t* Release() {
+    uint8_t* block = data_;
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    return block;
+  }
+
   // Frees the block.
   void Reset() {
     std::free(data_);

@@ -111,6 +111,17 @@ class FrameReader {
   template <typename Visitor>
   void CommitTail(size_t n, Visitor&& visitor);
 
+  // During a visitor call for a reassembled frame (in_place false): takes the
+  // reassembly block, so the caller can keep the payload without copying it.
+  // The block (malloc'd) starts `*payload_offset` bytes before the payload and
+  // holds `*block_size` bytes; the caller frees it with free(). The reader
+  // starts a fresh block for the next frame.
+  uint8_t* TakeReassembled(size_t* payload_offset, size_t* block_size) {
+    *payload_offset = format_ == WireFormat::kAdvanced ? kAdvancedHeaderSize : 0;
+    *block_size = pending_.size();
+    return pending_.Release();
+  }
+
   // Bytes held for a frame that spans reads.
   size_t buffered() const { return pending_.size(); }
   FramingError error() const { return error_; }

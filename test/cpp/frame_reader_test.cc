@@ -788,3 +788,54 @@ TEST(FrameReader, SmallReassemblyBufferIsRetained) {
 
 }  // namespace
 }  // namespace procwire
+
+namespace procwire {
+namespace {
+
+// A visitor may take the reassembly block of a frame that spanned chunks and
+// keep it (the channel lends it to the decoded views); the reader then starts
+// the next frame in a fresh block and keeps framing correctly.
+TEST(FrameReaderTakeReassembled, VisitorKeepsTheBlockAndTheStreamGoesOn) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  std::vector<uint8_t> payload(5000);
+  for (size_t i = 0; i < payload.size(); i++) payload[i] = static_cast<uint8_t>(i * 7);
+  std::vector<uint8_t> stream(4);
+  WriteU32BigEndian(stream.data(), static_cast<uint32_t>(payload.size()));
+  stream.insert(stream.end(), payload.begin(), payload.end());
+  stream.insert(stream.end(), stream.begin(), stream.end());  // the same frame twice
+  std::vector<uint8_t*> taken;
+  int frames = 0;
+  auto visit = [&](const FrameReader::Frame& f) {
+    frames++;
+    ASSERT_EQ(f.size, payload.size());
+    ASSERT_EQ(0, std::memcmp(f.data, payload.data(), payload.size()));
+    if (!f.in_place) {
+      size_t offset = 0;
+      size_t size = 0;
+      uint8_t* block = reader.TakeReassembled(&offset, &size);
+      ASSERT_NE(block, nullptr);
+      EXPECT_EQ(offset, kAdvancedHeaderSize);
+      EXPECT_EQ(size, kAdvancedHeaderSize + payload.size());
+      EXPECT_EQ(block + offset, f.data) << "the frame's bytes are the block's";
+      taken.push_back(block);
+    }
+  };
+  // Split each frame in two so both are reassembled.
+  const size_t half = stream.size() / 4;
+  for (size_t pos = 0; pos < stream.size(); pos += half) {
+    const size_t n = std::min(half, stream.size() - pos);
+    ASSERT_EQ(reader.Push(stream.data() + pos, n, visit), FramingError::kNone);
+  }
+  EXPECT_EQ(frames, 2);
+  EXPECT_EQ(taken.size(), 2u);
+  EXPECT_NE(taken[0], taken[1]) << "each frame got its own block";
+  EXPECT_EQ(reader.buffered(), 0u);
+  for (uint8_t* block : taken) {
+    // Still intact after the reader moved on.
+    EXPECT_EQ(0, std::memcmp(block + kAdvancedHeaderSize, payload.data(), payload.size()));
+    std::free(block);
+  }
+}
+
+}  // namespace
+}  // namespace procwire
