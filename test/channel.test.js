@@ -37,18 +37,7 @@ function uniqueName() {
   return `c-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
 }
 
-async function pair(options = {}) {
-  const name = uniqueName();
-  const server = procwire.listen(name, options);
-  await server.ready;
-  const accepted = once(server, 'channel');
-  const client = await procwire.connect(name, options);
-  const [serverSide] = await accepted;
-  return {
-    server, client, serverSide, name,
-    close() { client.destroy(); serverSide.destroy(); server.close(); },
-  };
-}
+const pair = require('./helpers/pair').namedPair;
 
 test('send() validates the top-level message as Node does, with coded errors', async () => {
   const p = await pair();

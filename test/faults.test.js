@@ -89,12 +89,7 @@ test('deleting the socket file under a live server: open channels go on, new con
 });
 
 test('a would-block storm (sender ignoring backpressure into a stalled receiver) loses nothing it acknowledged', { timeout: 60_000 }, async () => {
-  const name = uniqueName();
-  const server = procwire.listen(name);
-  await server.ready;
-  const accepted = once(server, 'channel');
-  const client = await procwire.connect(name);
-  const [s] = await accepted;
+  const { client, serverSide: s, close } = await require('./helpers/pair').namedPair();
   try {
     s.pause();
     let acknowledged = 0;
@@ -116,8 +111,6 @@ test('a would-block storm (sender ignoring backpressure into a stalled receiver)
     assert.strictEqual(acknowledged, n, 'every callback reported success');
     assert.ok(client.stats().writeCalls > 2, 'the writes were spread over many would-block rounds');
   } finally {
-    client.destroy();
-    s.destroy();
-    server.close();
+    close();
   }
 });

@@ -16,27 +16,9 @@ const procwire = require('..');
 
 // ---- nats-server lifecycle ---------------------------------------------------------
 
-function findNatsServer() {
-  for (const dir of (process.env.PATH || '').split(':')) {
-    const f = path.join(dir || '.', 'nats-server');
-    try {
-      fs.accessSync(f, fs.constants.X_OK);
-      return f;
-    } catch { /* next */ }
-  }
-  return null;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
+// Shared with the benchmarks: find the executable, pick a free port.
+const { findExecutable, freePort } = require('../bench/lib/servers');
+const findNatsServer = () => findExecutable('nats-server', []);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -44,15 +44,7 @@ function shmEntries() {
   try { return fs.readdirSync('/dev/shm').sort(); } catch { return []; }
 }
 
-async function namedPair(options = {}) {
-  const name = uniqueName();
-  const server = procwire.listen(name, options);
-  await server.ready;
-  const accepted = once(server, 'channel');
-  const client = await procwire.connect(name, options);
-  const [serverSide] = await accepted;
-  return { client, serverSide, close() { client.destroy(); serverSide.destroy(); server.close(); } };
-}
+const { namedPair } = require('./helpers/pair');
 
 function sumEvery(buf) {
   let sum = 0;
@@ -340,13 +332,8 @@ async function namedPairNoCaps() {
     return original.call(this, message);
   };
   try {
-    const name = uniqueName();
-    const server = procwire.listen(name);
-    await server.ready;
-    const accepted = once(server, 'channel');
-    const client = await procwire.connect(name);
-    const [s] = await accepted;
-    return { server: s, client, close() { client.destroy(); s.destroy(); server.close(); } };
+    const p = await namedPair();
+    return { server: p.serverSide, client: p.client, close: p.close };
   } finally {
     Channel.prototype._sendInternal = original;
   }

@@ -172,20 +172,10 @@ async function startRedis(dir, { log = () => {}, trackPid = () => {}, untrackPid
     '--client-output-buffer-limit', 'pubsub 0 0 0', '--logfile', path.join(dir, 'redis.log'),
   ], { stdio: 'ignore', detached: true });
   trackPid(proc.pid);
-  let exited = false;
-  proc.on('exit', () => { exited = true; });
-  const stop = async () => {
-    if (!exited) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
-      const timer = setTimeout(() => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
-      await gone;
-      clearTimeout(timer);
-    }
-    untrackPid(proc.pid);
-  };
+  const server = require('./servers').stopper(proc, () => untrackPid(proc.pid));
+  const stop = server.stop;
   const deadline = Date.now() + 10000;
-  while (Date.now() < deadline && !exited) {
+  while (Date.now() < deadline && !server.exited()) {
     try {
       const c = await RespClient.connect(socket);
       const pong = await c.call('PING');
@@ -195,7 +185,7 @@ async function startRedis(dir, { log = () => {}, trackPid = () => {}, untrackPid
     await new Promise((r) => setTimeout(r, 50));
   }
   await stop();
-  let why = exited ? 'it exited' : 'no PONG within 10 s';
+  let why = server.exited() ? 'it exited' : 'no PONG within 10 s';
   try { why += `: ${fs.readFileSync(path.join(dir, 'redis.log'), 'utf8').trim().split('\n').slice(-2).join(' / ')}`; } catch { /* no log */ }
   return { skip: `redis-server did not start (${why})` };
 }

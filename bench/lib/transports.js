@@ -325,49 +325,20 @@ async function natsEcho(url, subject) {
   ch.send({ ready: true });
 }
 
-function findNatsServer() {
-  const fs = require('fs');
-  for (const dir of (process.env.PATH || '').split(':').concat(['/usr/sbin', '/usr/local/bin'])) {
-    const f = path.join(dir || '.', 'nats-server');
-    try {
-      fs.accessSync(f, fs.constants.X_OK);
-      return f;
-    } catch { /* next */ }
-  }
-  return null;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 // Starts a private nats-server on a free loopback port for the run. Resolves
 // { url, pid, stop() } or { skip: reason }; stopped by pid.
 async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {}) {
-  const bin = findNatsServer();
+  const { findExecutable, freePort, stopper } = require('./servers');
+  const bin = findExecutable('nats-server');
   if (!bin) return { skip: 'nats-server is not installed (Debian: apt-get install nats-server; scripts/setup.sh installs it)' };
   const port = await freePort();
   const log = path.join(dir, 'nats-server.log');
   const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-l', log], { stdio: 'ignore', detached: true });
   trackPid(proc.pid);
-  let exited = false;
-  proc.on('exit', () => { exited = true; });
-  const stop = async () => {
-    if (!exited) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
-      const timer = setTimeout(() => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
-      await gone;
-      clearTimeout(timer);
-    }
-    untrackPid(proc.pid);
-  };
+  const server = stopper(proc, () => untrackPid(proc.pid));
+  const stop = server.stop;
   const deadline = Date.now() + 10000;
-  while (Date.now() < deadline && !exited) {
+  while (Date.now() < deadline && !server.exited()) {
     const up = await new Promise((resolve) => {
       const s = net.connect(port, '127.0.0.1');
       s.once('data', () => { s.destroy(); resolve(true); });   // the server's INFO line
@@ -377,7 +348,7 @@ async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {
     await new Promise((r) => setTimeout(r, 50));
   }
   await stop();
-  let why = exited ? 'it exited' : 'not accepting within 10 s';
+  let why = server.exited() ? 'it exited' : 'not accepting within 10 s';
   try { why += `: ${require('fs').readFileSync(log, 'utf8').trim().split('\n').slice(-2).join(' / ')}`; } catch { /* no log */ }
   return { skip: `nats-server did not start (${why})` };
 }
