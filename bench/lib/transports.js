@@ -110,6 +110,24 @@ function killChild(child) {
   });
 }
 
+// The common end of the procwire channel peers (unix, TCP, TLS, NATS): wait
+// for the echo child's ready message, stop accepting, and wire the transport
+// to the accepted channel.
+async function finishChannelPeer(t, peerId, child, server, getChannel, setReady) {
+  let readyCb = null;
+  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
+  await waitReady((cb) => { readyCb = cb; setReady(cb); }, peerId);
+  server.close();
+  t.send = (m) => getChannel().send(m);
+  t.histogram = () => (getChannel().stats() || {}).histogram || null;
+  t.close = async () => {
+    getChannel().close();
+    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
+    await killChild(child);
+  };
+  return t;
+}
+
 function makeCertificate(dir) {
   const keyFile = path.join(dir, `tls-${process.pid}-key.pem`);
   const certFile = path.join(dir, `tls-${process.pid}-cert.pem`);
@@ -145,17 +163,7 @@ async function openProcwireSocket(peerId, ctx) {
   const where = peerId === 'procwire-unix' ? address : { port: server.address().port, host: '127.0.0.1' };
   if (tlsFiles) where.tls = { ca: tlsFiles.cert.toString() };
   const child = spawnEcho(peerId, where);
-  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
-  await waitReady((cb) => { readyCb = cb; }, peerId);
-  server.close();
-  t.send = (m) => channel.send(m);
-  t.histogram = () => (channel.stats() || {}).histogram || null;
-  t.close = async () => {
-    channel.close();
-    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
-    await killChild(child);
-  };
-  return t;
+  return finishChannelPeer(t, peerId, child, server, () => channel, (cb) => { readyCb = cb; });
 }
 
 // Newline-delimited JSON over a net.Socket, the way most hand-rolled IPC is done.
@@ -304,17 +312,7 @@ async function openNats(peerId, ctx) {
   const child = childProcess.spawn(process.execPath, [__filename, '--nats-echo', ctx.natsUrl, subject], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  child.on('exit', (code, signal) => { if (readyCb) readyCb(new Error(`echo child exited (${signal || code})`)); });
-  await waitReady((cb) => { readyCb = cb; }, peerId);
-  server.close();
-  t.send = (m) => channel.send(m);
-  t.histogram = () => (channel.stats() || {}).histogram || null;
-  t.close = async () => {
-    channel.close();
-    await new Promise((r) => { const tm = setTimeout(r, 2000); child.once('exit', () => { clearTimeout(tm); r(); }); });
-    await killChild(child);
-  };
-  return t;
+  return finishChannelPeer(t, peerId, child, server, () => channel, (cb) => { readyCb = cb; });
 }
 
 async function natsEcho(url, subject) {

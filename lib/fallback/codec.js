@@ -27,16 +27,10 @@ const ObjectKeys = Object.keys;
 const ObjectDefineProperty = Object.defineProperty;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ArrayBufferIsView = ArrayBuffer.isView;
-const TypedArrayPrototype = ObjectGetPrototypeOf(Uint8Array.prototype);
-const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
-const typedArrayTag = getter(TypedArrayPrototype, Symbol.toStringTag);
-const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
-const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
-const typedArrayByteLength = getter(TypedArrayPrototype, 'byteLength');
-const dataViewBuffer = getter(DataView.prototype, 'buffer');
-const dataViewByteOffset = getter(DataView.prototype, 'byteOffset');
-const dataViewByteLength = getter(DataView.prototype, 'byteLength');
-const isDataView = util.types.isDataView;
+const {
+  TypedArrayPrototype, typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
+  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
+} = require('./views');
 const isNativeError = util.types.isNativeError;
 const bufferToString = state.Buffer.prototype.toString;
 const bufferWriteUInt32BE = state.Buffer.prototype.writeUInt32BE;

@@ -20,15 +20,10 @@ const codec = require('./codec');
 const HEADER = 4;
 const NEWLINE = 0x0a;
 
-const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
-const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
-const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
-const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
-const typedArrayByteLength = getter(TypedArrayPrototype, 'byteLength');
-const dataViewBuffer = getter(DataView.prototype, 'buffer');
-const dataViewByteOffset = getter(DataView.prototype, 'byteOffset');
-const dataViewByteLength = getter(DataView.prototype, 'byteLength');
-const isDataView = require('util').types.isDataView;
+const {
+  typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
+  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
+} = require('./views');
 
 function bytesOf(view) {
   if (isDataView(view)) {
