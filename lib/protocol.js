@@ -1,0 +1,57 @@
+'use strict';
+// The wire protocol's names and numbers, defined once (docs/protocol.md
+// describes each). src/core/protocol.h holds the C++ side's copy of the
+// numbers both layers use; test/protocol.test.js checks that they agree.
+
+// Internal messages: objects whose `cmd` starts with NODE_, which Node routes
+// to 'internalMessage' and never to 'message'.
+const INTERNAL_PREFIX = 'NODE_';
+const CMD = Object.freeze({
+  CAPABILITIES: 'NODE_PROCWIRE_CAPS',
+  SEGMENT_ACK: 'NODE_PROCWIRE_SEGACK',
+  REQUEST: 'NODE_PROCWIRE_REQ',
+  RESPONSE: 'NODE_PROCWIRE_RES',
+  HELLO: 'NODE_PROCWIRE_HELLO',
+  AUTH: 'NODE_PROCWIRE_AUTH',
+  AUTH_FAIL: 'NODE_PROCWIRE_AUTH_FAIL',
+  // Node's own handle-passing protocol, carried unchanged.
+  HANDLE: 'NODE_HANDLE',
+  HANDLE_ACK: 'NODE_HANDLE_ACK',
+  HANDLE_NACK: 'NODE_HANDLE_NACK',
+});
+
+// Version of the NODE_PROCWIRE_CAPS message.
+const CAPABILITIES_VERSION = 1;
+
+// Node's host-object tags in `advanced` payloads, and procwire's extension.
+const HOST_TAG = Object.freeze({ VIEW: 0, OTHER: 1, SEGMENT_VIEW: 2 });
+
+// First payload byte of the control frame [0xFE][n] announcing the next
+// frame's n shared-memory segments (a V8 payload always starts with 0xFF).
+const SEGMENTS_CONTROL_BYTE = 0xfe;
+const MAX_SEGMENTS_PER_FRAME = 64;
+
+// Largest message by default, on every path (inline, segments, transfer).
+const DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024;
+
+// Header names of the NATS transport.
+const NATS_CONTROL_HEADER = 'Procwire';
+const NATS_ERROR_HEADER = 'Procwire-Error';
+
+function isInternal(message) {
+  return typeof message === 'object' && message !== null && typeof message.cmd === 'string' &&
+    message.cmd.length > INTERNAL_PREFIX.length && message.cmd.startsWith(INTERNAL_PREFIX);
+}
+
+module.exports = {
+  INTERNAL_PREFIX,
+  CMD,
+  CAPABILITIES_VERSION,
+  HOST_TAG,
+  SEGMENTS_CONTROL_BYTE,
+  MAX_SEGMENTS_PER_FRAME,
+  DEFAULT_MAX_MESSAGE_SIZE,
+  NATS_CONTROL_HEADER,
+  NATS_ERROR_HEADER,
+  isInternal,
+};

@@ -1,0 +1,33 @@
+// The wire protocol's numbers that the native layers use, defined once
+// (docs/protocol.md describes each; lib/protocol.js is the JavaScript copy,
+// and test/protocol.test.js checks that the two agree).
+//
+// Pure C++17, constants only: no ownership, no threading concerns.
+#ifndef PROCWIRE_CORE_PROTOCOL_H_
+#define PROCWIRE_CORE_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace procwire {
+namespace protocol {
+
+// Node's host-object tags in `advanced` payloads (lib/internal/child_process/
+// serialization.js), then procwire's extension, only between procwire peers
+// that announced the `segments` capability.
+constexpr uint32_t kHostTagView = 0;
+constexpr uint32_t kHostTagOther = 1;
+constexpr uint32_t kHostTagSegmentView = 2;
+
+// First payload byte of the control frame [0xFE][n] that announces the next
+// frame's n shared-memory segments. A V8 payload always starts with 0xFF.
+constexpr uint8_t kSegmentsControlByte = 0xFE;
+constexpr size_t kMaxSegmentsPerFrame = 64;
+
+// Largest message by default, on every path.
+constexpr size_t kDefaultMaxMessageSize = 256u * 1024u * 1024u;
+
+}  // namespace protocol
+}  // namespace procwire
+
+#endif  // PROCWIRE_CORE_PROTOCOL_H_
