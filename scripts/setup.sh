@@ -2,7 +2,7 @@
 # Everything procwire's tests and benchmarks need on a fresh Debian machine,
 # idempotently:
 #   - Debian packages: clang + libclang-rt (libFuzzer, sanitizers), cmake and
-#     GoogleTest (native unit tests), redis-server (a benchmark peer),
+#     GoogleTest (native unit tests), clang-format (format check), redis-server (a benchmark peer),
 #     nats-server (the NATS transport's tests and benchmark peer);
 #   - the other supported Node lines (22, 24, 26) from the npm registry;
 #   - the addon built for this machine's Node (npm install).
@@ -16,6 +16,7 @@ need=()
 command -v clang++ >/dev/null 2>&1 || need+=(clang)
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v clang-format >/dev/null 2>&1 || need+=(clang-format)
 [ -f /usr/src/googletest/CMakeLists.txt ] || [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || need+=(googletest libgtest-dev)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
