@@ -62,7 +62,23 @@ const CODES = {
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
 };
 
-class ProcwireError extends Error {}
+// Every procwire error is a ProcwireError: `err instanceof ProcwireError` is
+// true for all of them. Each coded class still extends the built-in that fits
+// (TypeError for bad arguments, RangeError for limits), as Node's own errors
+// do, so the base is a brand checked by Symbol.hasInstance rather than a
+// prototype every class shares.
+const kProcwireError = Symbol('procwire.error');
+
+class ProcwireError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    Object.defineProperty(this, kProcwireError, { value: true });
+  }
+
+  static [Symbol.hasInstance](value) {
+    return value !== null && typeof value === 'object' && value[kProcwireError] === true;
+  }
+}
 
 const classes = { ProcwireError };
 const byCode = new Map();
@@ -73,6 +89,7 @@ for (const [code, [name, Base, description]] of Object.entries(CODES)) {
     [name]: class extends Base {
       constructor(message, options) {
         super(message || description, options);
+        Object.defineProperty(this, kProcwireError, { value: true });
         this.code = code;
       }
       get name() { return name; }
