@@ -640,9 +640,10 @@ struct SideStats {
   uint64_t wakes_sent = 0;
 };
 
-// Writes one record, spinning `spins` times and then sleeping while the ring
-// is full. False on a ring error or a lost wake-up.
-bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, uint32_t spins, Waker& space,
+// Writes one record, spinning within the adaptive budget (none when spin is
+// null) and then sleeping while the ring is full. False on a ring error or a
+// lost wake-up.
+bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, AdaptiveSpin* spin, Waker& space,
                 Waker& reader, SideStats* st) {
   for (;;) {
     const RingStatus s = w.Write(data, size);
@@ -655,9 +656,17 @@ bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, uint32_t spins,
     }
     if (s == RingStatus::kError) return false;
     bool ok = false;
+    const uint32_t spins = spin != nullptr ? spin->budget() : 0;
     for (uint32_t i = 0; i < spins && !ok; i++) {
       AdaptiveSpin::Pause();
       ok = w.Write(data, size) == RingStatus::kOk;
+    }
+    if (spin != nullptr) {
+      if (ok) {
+        spin->Succeeded();
+      } else {
+        spin->Failed();
+      }
     }
     if (ok) {
       if (w.NeedsWake()) {
@@ -677,15 +686,22 @@ bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, uint32_t spins,
 // Takes one record, spinning and then sleeping while the ring is empty, and
 // hands it to check(data, size) before consuming it.
 template <typename Check>
-bool ReceiveRecord(RingReader& r, uint32_t spins, Waker& data_ready, Waker& writer, SideStats* st,
+bool ReceiveRecord(RingReader& r, AdaptiveSpin* spin, Waker& data_ready, Waker& writer, SideStats* st,
                    Check&& check) {
   for (;;) {
     const uint8_t* d;
     size_t n;
     RingStatus s = r.Peek(&d, &n);
-    for (uint32_t i = 0; s == RingStatus::kNeedMore && i < spins; i++) {
-      AdaptiveSpin::Pause();
-      s = r.Peek(&d, &n);
+    if (s == RingStatus::kNeedMore && spin != nullptr) {
+      for (uint32_t i = 0; s == RingStatus::kNeedMore && i < spin->budget(); i++) {
+        AdaptiveSpin::Pause();
+        s = r.Peek(&d, &n);
+      }
+      if (s == RingStatus::kNeedMore) {
+        spin->Failed();
+      } else {
+        spin->Succeeded();
+      }
     }
     if (s == RingStatus::kOk) {
       const bool good = check(d, n);
@@ -738,7 +754,7 @@ struct Channel {
 // other ring, the parent checks it and sends the next. With no spinning
 // both sides go to sleep for nearly every message, so each round trip is
 // two sleeps and two wake-ups; a single lost one fails the test by timeout.
-void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
+void PingPong(bool futex, uint64_t round_trips, bool spinning) {
   Channel ch;
   ASSERT_EQ(ch.down.Create(kSmall), 0);
   ASSERT_EQ(ch.up.Create(kSmall), 0);
@@ -762,6 +778,8 @@ void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
     Waker parent_data{futex, ch.efd_up, &up.header()->consumer_sleeping};
     Waker parent_space{futex, ch.efd_up, &down.header()->producer_sleeping};
     SideStats st;
+    AdaptiveSpin spin_state;
+    AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
     std::vector<uint8_t> copy;
     for (uint64_t i = 0; i < round_trips; i++) {
       bool ok = ReceiveRecord(in, spins, data, parent_space, &st, [&](const uint8_t* d, size_t n) {
@@ -772,7 +790,7 @@ void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
       if (!ok) _exit(11);
       if (!SendRecord(out, copy.data(), copy.size(), spins, space, parent_data, &st)) _exit(12);
     }
-    _exit(st.sleeps > 0 || spins > 0 ? 0 : 13);
+    _exit(st.sleeps > 0 || spinning ? 0 : 13);
   }
   RingWriter out(&ch.down);
   RingReader in(&ch.up);
@@ -781,6 +799,8 @@ void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
   Waker child_data{futex, ch.efd_down, &ch.down.header()->consumer_sleeping};
   Waker child_space{futex, ch.efd_down, &ch.up.header()->producer_sleeping};
   SideStats st;
+  AdaptiveSpin spin_state;
+  AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
   uint64_t next_seq = 0;
   bool ok = true;
   const uint64_t start = NowMs();
@@ -797,7 +817,7 @@ void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
   EXPECT_EQ(next_seq, round_trips);
   // On a busy machine the peer often answers between the announcement and
   // the re-check, so not every round trip sleeps; many must.
-  if (spins == 0) {
+  if (!spinning) {
     EXPECT_GT(st.sleeps, round_trips / 100);
   }
   std::printf("[ ring ] %s ping-pong: %llu round trips in %llu ms, parent slept %llu times\n",
@@ -805,17 +825,17 @@ void PingPong(bool futex, uint64_t round_trips, uint32_t spins) {
               static_cast<unsigned long long>(elapsed), static_cast<unsigned long long>(st.sleeps));
 }
 
-TEST(RingProcesses, PingPongFutexBothSidesSleeping) { PingPong(true, 200000 * StressScale(), 0); }
+TEST(RingProcesses, PingPongFutexBothSidesSleeping) { PingPong(true, 200000 * StressScale(), false); }
 
-TEST(RingProcesses, PingPongEventFdBothSidesSleeping) { PingPong(false, 200000 * StressScale(), 0); }
+TEST(RingProcesses, PingPongEventFdBothSidesSleeping) { PingPong(false, 200000 * StressScale(), false); }
 
-TEST(RingProcesses, PingPongWithSpinning) { PingPong(true, 100000 * StressScale(), 2000); }
+TEST(RingProcesses, PingPongWithAdaptiveSpinning) { PingPong(true, 100000 * StressScale(), true); }
 
 // Streaming: the parent pours frames, batched several to a record, into a
 // small ring as fast as it can; the child checks every one. The ring is
 // full and empty in turn all the time, so both sides sleep and wake on
 // both conditions.
-void Stream(bool futex, uint64_t frames, uint32_t spins) {
+void Stream(bool futex, uint64_t frames, bool spinning) {
   Channel ch;
   ASSERT_EQ(ch.down.Create(kSmall), 0);
   ch.efd_down = EventFdCreate();
@@ -832,6 +852,8 @@ void Stream(bool futex, uint64_t frames, uint32_t spins) {
     Waker data{futex, ch.efd_down, &down.header()->consumer_sleeping};
     Waker parent_space{futex, ch.efd_up, &down.header()->producer_sleeping};
     SideStats st;
+    AdaptiveSpin spin_state;
+    AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
     uint64_t next_seq = 0;
     while (next_seq < frames) {
       if (!ReceiveRecord(in, spins, data, parent_space, &st,
@@ -848,6 +870,8 @@ void Stream(bool futex, uint64_t frames, uint32_t spins) {
   Waker space{futex, ch.efd_up, &ch.down.header()->producer_sleeping};
   Waker child_data{futex, ch.efd_down, &ch.down.header()->consumer_sleeping};
   SideStats st;
+  AdaptiveSpin spin_state;
+  AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
   bool ok = true;
   std::vector<uint8_t> batch;
   const uint64_t start = NowMs();
@@ -876,9 +900,9 @@ void Stream(bool futex, uint64_t frames, uint32_t spins) {
               static_cast<unsigned long long>(report[1]));
 }
 
-TEST(RingProcesses, StreamFutexNoSpin) { Stream(true, 500000 * StressScale(), 0); }
+TEST(RingProcesses, StreamFutexNoSpin) { Stream(true, 500000 * StressScale(), false); }
 
-TEST(RingProcesses, StreamEventFdWithSpin) { Stream(false, 500000 * StressScale(), 256); }
+TEST(RingProcesses, StreamEventFdWithAdaptiveSpin) { Stream(false, 500000 * StressScale(), true); }
 
 // A writer killed in the middle of a record never delivers part of it: the
 // record is only published by Commit. The child writes whole records, then
