@@ -904,6 +904,87 @@ TEST(RingProcesses, StreamFutexNoSpin) { Stream(true, 500000 * StressScale(), fa
 
 TEST(RingProcesses, StreamEventFdWithAdaptiveSpin) { Stream(false, 500000 * StressScale(), true); }
 
+// CPU time (user + system, in clock ticks) a process has used so far, from
+// /proc/<pid>/stat; -1 when unreadable.
+long CpuTicks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // Fields after the command name, which is in parentheses and may hold
+  // spaces: state is field 3, utime 14, stime 15.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  unsigned long utime = 0, stime = 0;
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return -1;
+  return static_cast<long>(utime + stime);
+}
+
+// An idle reader sleeps: after its spin budget runs out it costs no CPU
+// until the next record. The child waits on an empty ring for a second;
+// clock ticks are 10 ms, so "no measurable CPU" is at most 2 ticks.
+TEST(RingProcesses, IdleReaderUsesNoCpu) {
+  RingMapping ring;
+  ASSERT_EQ(ring.Create(kSmall), 0);
+  const int efd = EventFdCreate();
+  ASSERT_GE(efd, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    RingMapping m;
+    if (m.Attach(ring.fd()) != 0) _exit(10);
+    RingReader in(&m);
+    AdaptiveSpin spin;
+    // Two records: one to start (after which the spin budget is warm, the
+    // worst case for idling), one to end. The wait between them is long,
+    // so the bounded wait is retried rather than treated as lost.
+    for (int i = 0; i < 2; i++) {
+      for (;;) {
+        const uint8_t* d;
+        size_t n;
+        RingStatus s = in.Peek(&d, &n);
+        for (uint32_t k = 0; s == RingStatus::kNeedMore && k < spin.budget(); k++) {
+          AdaptiveSpin::Pause();
+          s = in.Peek(&d, &n);
+        }
+        if (s == RingStatus::kOk) {
+          spin.Succeeded();
+          in.Consume();
+          break;
+        }
+        if (s == RingStatus::kError) _exit(11);
+        spin.Failed();
+        if (in.PrepareToSleep()) {
+          if (EventFdWait(efd, 3 * kWaitMs) != 1) _exit(12);
+          EventFdDrain(efd);
+          in.DoneSleeping();
+        }
+      }
+    }
+    _exit(0);
+  }
+  RingWriter out(&ring);
+  ASSERT_EQ(out.Write(reinterpret_cast<const uint8_t*>("go"), 2), RingStatus::kOk);
+  if (out.NeedsWake()) EventFdSignal(efd);
+  usleep(200000);  // the child takes the record and goes idle
+  const long before = CpuTicks(pid);
+  usleep(1000000);
+  const long after = CpuTicks(pid);
+  ASSERT_EQ(out.Write(reinterpret_cast<const uint8_t*>("end"), 3), RingStatus::kOk);
+  // The child is asleep, so this write must owe it a wake-up.
+  EXPECT_TRUE(out.NeedsWake());
+  EventFdSignal(efd);
+  EXPECT_EQ(ReapChild(pid, kWaitMs), 0);
+  close(efd);
+  ASSERT_GE(before, 0);
+  ASSERT_GE(after, 0);
+  EXPECT_LE(after - before, 2) << "an idle reader used CPU";
+}
+
 // A writer killed in the middle of a record never delivers part of it: the
 // record is only published by Commit. The child writes whole records, then
 // reserves one more, fills half of it, tells the parent and waits to die.
