@@ -172,6 +172,7 @@ bool RingWriter::ReadTail(uint64_t* tail) {
 }
 
 RingStatus RingWriter::Reserve(size_t size, uint8_t** out) {
+  reserving_ = false;
   if (error_ == RingError::kTooLarge) error_ = RingError::kNone;
   if (error_ != RingError::kNone) return RingStatus::kError;
   if (size > max_payload()) return Fail(RingError::kTooLarge);
@@ -196,11 +197,16 @@ RingStatus RingWriter::Reserve(size_t size, uint8_t** out) {
     if (capacity_ - (head_ - tail) < need) return RingStatus::kNeedMore;
   }
   reserved_ = size;
+  reserving_ = true;
   *out = data_ + offset + kRingRecordHeaderSize;
   return RingStatus::kOk;
 }
 
 void RingWriter::Commit(size_t size) {
+  // Without a reservation the space at head may still hold unread records:
+  // publishing anything there would overwrite them.
+  if (!reserving_) return;
+  reserving_ = false;
   if (size > reserved_) size = reserved_;
   const size_t offset = static_cast<size_t>(head_ & (capacity_ - 1));
   StoreRecordHeader(data_ + offset, static_cast<uint32_t>(size), RingRecordKind::kData);

@@ -177,7 +177,8 @@ class RingWriter {
   // sticky). May publish a wrap record on the way.
   RingStatus Reserve(size_t size, uint8_t** out);
   // Publishes the reserved record with `size` bytes (at most the reserved
-  // size). Cheap: one release store; call NeedsWake() after a batch.
+  // size). Does nothing unless the last Reserve succeeded and has not been
+  // committed. Cheap: one release store; call NeedsWake() after a batch.
   void Commit(size_t size);
   // Reserve + copy + Commit.
   RingStatus Write(const uint8_t* data, size_t size);
@@ -213,6 +214,8 @@ class RingWriter {
   // The last tail read, validated; room is known free up to tail + capacity.
   uint64_t cached_tail_ = 0;
   size_t reserved_ = 0;
+  // True between a successful Reserve and its Commit.
+  bool reserving_ = false;
   RingError error_ = RingError::kNone;
 };
 

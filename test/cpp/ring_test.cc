@@ -328,6 +328,39 @@ TEST(Ring, ReserveCommitShorterThanReserved) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(d), n), "de");
 }
 
+TEST(Ring, CommitWithoutReservationPublishesNothing) {
+  RingMapping m;
+  ASSERT_EQ(m.Create(kSmall), 0);
+  RingWriter w(&m);
+  RingReader r(&m);
+  const uint8_t msg[56] = {7};
+  while (w.Write(msg, sizeof(msg)) == RingStatus::kOk) {
+  }
+  const uint64_t head = w.head();
+  // Full: the failed Reserve leaves nothing to commit, so the unread records
+  // are not overwritten; nor does a second Commit after a successful one.
+  uint8_t* out = nullptr;
+  ASSERT_EQ(w.Reserve(sizeof(msg), &out), RingStatus::kNeedMore);
+  w.Commit(sizeof(msg));
+  EXPECT_EQ(w.head(), head);
+  size_t read = 0;
+  const uint8_t* d;
+  size_t n;
+  while (r.Peek(&d, &n) == RingStatus::kOk) {
+    EXPECT_EQ(n, sizeof(msg));
+    EXPECT_EQ(d[0], 7);
+    r.Consume();
+    read++;
+  }
+  EXPECT_EQ(read, kSmall / 64);
+  ASSERT_EQ(w.Reserve(3, &out), RingStatus::kOk);
+  w.Commit(3);
+  w.Commit(3);
+  ASSERT_EQ(r.Peek(&d, &n), RingStatus::kOk);
+  r.Consume();
+  EXPECT_EQ(r.Peek(&d, &n), RingStatus::kNeedMore);
+}
+
 TEST(Ring, RandomOperationsMatchAQueue) {
   RingMapping m;
   ASSERT_EQ(m.Create(kSmall), 0);
