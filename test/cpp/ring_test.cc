@@ -24,6 +24,7 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "frame_reader.h"
@@ -863,6 +864,41 @@ TEST(RingProcesses, PingPongFutexBothSidesSleeping) { PingPong(true, 200000 * St
 TEST(RingProcesses, PingPongEventFdBothSidesSleeping) { PingPong(false, 200000 * StressScale(), false); }
 
 TEST(RingProcesses, PingPongWithAdaptiveSpinning) { PingPong(true, 100000 * StressScale(), true); }
+
+// The same protocol between two threads of one process, so a thread
+// sanitizer build can check the memory ordering (it cannot see across
+// processes): a writer thread streams frames through a small ring while the
+// reader thread checks them, both sleeping on futexes.
+TEST(RingThreads, StreamWithSleepingOnBothSides) {
+  RingMapping ring;
+  ASSERT_EQ(ring.Create(kSmall), 0);
+  const uint64_t frames = 200000;
+  bool writer_ok = true;
+  std::thread writer([&] {
+    RingWriter out(&ring);
+    Waker space{true, -1, &ring.header()->producer_sleeping};
+    Waker reader{true, -1, &ring.header()->consumer_sleeping};
+    SideStats st;
+    for (uint64_t seq = 0; seq < frames && writer_ok; seq++) {
+      const std::vector<uint8_t> f = MakeFrame(seq, 8 + seq % 300);
+      writer_ok = SendRecord(out, f.data(), f.size(), nullptr, space, reader, &st);
+    }
+  });
+  RingReader in(&ring);
+  Waker data{true, -1, &ring.header()->consumer_sleeping};
+  Waker writer_waker{true, -1, &ring.header()->producer_sleeping};
+  SideStats st;
+  uint64_t next_seq = 0;
+  bool ok = true;
+  while (ok && next_seq < frames) {
+    ok = ReceiveRecord(in, nullptr, data, writer_waker, &st,
+                       [&](const uint8_t* d, size_t n) { return CheckFrames(d, n, &next_seq); });
+  }
+  writer.join();
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(writer_ok);
+  EXPECT_EQ(next_seq, frames);
+}
 
 // Streaming: the parent pours frames, batched several to a record, into a
 // small ring as fast as it can; the child checks every one. The ring is
