@@ -9,6 +9,7 @@
 const path = require('path');
 const harness = require('./lib/harness');
 const { startRedis } = require('./lib/resp');
+const { buildC, runRing } = require('./lib/fifo');
 
 const IN_FLIGHT = 256;
 const SIZES_FULL = [64, 256, 1024, 4096, 16384, 65536];
@@ -30,9 +31,13 @@ const PEERS = [
   { id: 'redis', label: 'Redis pub/sub (unix socket)' },
   { id: 'zeromq', label: 'ZeroMQ PAIR (ipc)' },
   { id: 'nats', label: 'procwire over NATS (nats-server, TCP loopback)' },
+  { id: 'c-socketpair', label: 'C reference: socketpair, batched', reference: { transport: 'socketpair' } },
+  { id: 'c-ring', label: 'C reference: shared-memory rings, eventfd', reference: { transport: 'ring' } },
+  { id: 'c-ring-pinned', label: 'C reference: shared-memory rings, one CPU', reference: { transport: 'ring', pinned: true } },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
-  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats']);
+  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats',
+  'c-socketpair', 'c-ring']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 
@@ -76,6 +81,18 @@ async function measure(t, len, warmMs, windowMs) {
 }
 
 async function runDriver(config, tick) {
+  if (config.reference) {
+    // The C references measure frames of `len` bytes (u32 length + bytes)
+    // with the same window in flight; no JS on either side.
+    const out = await runRing(config.ringBinary, { ...config.reference, sizes: config.sizes, warmMs: config.warmMs,
+      windowMs: config.windowMs, latencyMs: 0, timeoutMs: config.hardLimitMs - 2000 });
+    const data = {};
+    for (const len of config.sizes) {
+      data[len] = { rps: out[len] ? out[len].rps : NaN };
+      tick();
+    }
+    return { data };
+  }
   const { open } = require('./lib/transports');
   const t = await open(config.peer, {
     script: path.join(__dirname, 'peers', 'ipc-echo.js'),
@@ -107,16 +124,22 @@ async function plan({ quick, repeats, log, tmp }) {
   const natsServer = await startNats(tmp, { trackPid: harness.trackPid, untrackPid: harness.untrackPid });
   const notes = [`${IN_FLIGHT} messages in flight; { payload: '.'.repeat(len) }; the child decodes and re-sends each one.`,
     'Socket, Redis and ZeroMQ peers carry JSON text (JSON.stringify/parse on both sides).',
-    'NATS: procwire channels (advanced codec) through a private nats-server on loopback: two TCP hops per direction.'];
+    'NATS: procwire channels (advanced codec) through a private nats-server on loopback: two TCP hops per direction.',
+    'C references (bench/ring.c): frames of u32 length + len bytes, the same window in flight, a C child echoing; ' +
+      'socketpair = batched reads and writes; rings = one shared-memory ring per direction, eventfd wake-ups only ' +
+      'for a sleeping reader after an adaptive spin; "one CPU" pins both processes to the same CPU.'];
   if (redis.skip) log(`  roundtrip: Redis skipped: ${redis.skip}`);
   if (zmqSkip) log(`  roundtrip: ZeroMQ skipped: ${zmqSkip}`);
   if (natsServer.skip) log(`  roundtrip: NATS skipped: ${natsServer.skip}`);
   if (!node26) log('  roundtrip: Node 26 row skipped: .nodes/26/bin/node not found (scripts/setup-nodes.sh 26 installs it)');
+  const ring = buildC(tmp, 'ring');
+  if (ring.skip) log(`  roundtrip: C references skipped: ${ring.skip}`);
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
     const out = { ...p };
     if (p.id === 'redis' && redis.skip) out.skip = redis.skip;
     if (p.id === 'zeromq' && zmqSkip) out.skip = zmqSkip;
     if (p.id === 'nats' && natsServer.skip) out.skip = natsServer.skip;
+    if (p.reference && ring.skip) out.skip = ring.skip;
     if (p.id === 'node26-advanced') {
       if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
       else out.execPath = node26;
@@ -139,7 +162,8 @@ async function plan({ quick, repeats, log, tmp }) {
     ticksPerRun: sizes.length,
     timeoutMs: 20000 + sizes.length * (warmMs + windowMs + 4000),
     env: { PROCWIRE_DIR: tmp },
-    config: () => ({ sizes, warmMs, windowMs, tmp, redisSocket: redis.socket, natsUrl: natsServer.url,
+    config: (peer) => ({ sizes, warmMs, windowMs, tmp, redisSocket: redis.socket, natsUrl: natsServer.url,
+      reference: peer && peer.reference, ringBinary: ring.binary,
       hardLimitMs: 15000 + sizes.length * (warmMs + windowMs + 4000) }),
     ratioTo: ['procwire-advanced', 'node-json', 'node-advanced'],
     notes,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the native tests for src/core, idempotently, from any cwd:
 #   1. the GoogleTest suite in test/cpp, under AddressSanitizer + UBSan;
-#   2. the libFuzzer target fuzz/framer_fuzz.cc, for FUZZ_SECONDS (default
-#      30; 0 only replays the seed corpus) on a scratch copy of the corpus,
-#      so the committed corpus never grows.
+#   2. the libFuzzer targets fuzz/framer_fuzz.cc and fuzz/ring_fuzz.cc, each
+#      for FUZZ_SECONDS (default 30; 0 only replays the seed corpus) on a
+#      scratch copy of its corpus, so the committed corpus never grows.
 # Everything is built in build-cpp/ at the repository root. Exits non-zero
 # on any build failure, test failure, sanitizer report or fuzzer crash.
 #
@@ -78,40 +78,54 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
   timeout 600 "$build/procwire_core_tests" --gtest_color=no
 
-# ---- fuzzer -----------------------------------------------------------------
+# ---- fuzzers ----------------------------------------------------------------
 
 fuzz_dir="$build/fuzz"
 mkdir -p "$fuzz_dir/artifacts"
-echo "== building fuzzer $fuzz_dir/framer_fuzz"
-clang++ -std=c++17 -O1 -g -Wall -Wextra -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$root/src/core" \
-  "$root/fuzz/framer_fuzz.cc" "$root/src/core/frame_reader.cc" \
-  -o "$fuzz_dir/framer_fuzz"
 
-# A scratch copy, refreshed each run: new inputs land here, not in fuzz/.
-work_corpus="$fuzz_dir/corpus-framer"
-rm -rf "$work_corpus"
-mkdir -p "$work_corpus"
-cp "$root/fuzz/corpus/framer/"* "$work_corpus/"
+# run_fuzzer <name> <what it fuzzes> <sources...>: builds fuzz/<name>_fuzz.cc
+# with the given core sources and runs it on a scratch copy of
+# fuzz/corpus/<name>/ for FUZZ_SECONDS (each fuzzer gets the full time).
+run_fuzzer() {
+  local name="$1" what="$2"
+  shift 2
+  local bin="$fuzz_dir/${name}_fuzz"
+  echo "== building fuzzer $bin"
+  clang++ -std=c++17 -O1 -g -Wall -Wextra -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -I"$root/src/core" \
+    "$root/fuzz/${name}_fuzz.cc" "$@" \
+    -o "$bin"
 
-log="$fuzz_dir/fuzz.log"
-status=0
-if [ "$fuzz_seconds" -eq 0 ]; then
-  echo "== replaying the seed corpus (FUZZ_SECONDS=0)"
-  "$fuzz_dir/framer_fuzz" -print_final_stats=1 "$work_corpus"/* >"$log" 2>&1 || status=$?
-else
-  echo "== fuzzing FrameReader for ${fuzz_seconds}s"
-  # The outer timeout is a backstop in case the fuzzer wedges.
-  timeout $((fuzz_seconds + 120)) "$fuzz_dir/framer_fuzz" \
-    -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$fuzz_dir/artifacts/" \
-    "$work_corpus" >"$log" 2>&1 || status=$?
-fi
-if [ $status -ne 0 ]; then
-  tail -n 60 "$log" >&2
-  die "fuzzer failed (exit $status); full log in $log, crashing inputs in $fuzz_dir/artifacts/"
-fi
-execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)"
-echo "fuzzer: ${execs:-?} executions, corpus $(ls "$work_corpus" | wc -l) inputs (log: $log)"
+  # A scratch copy, refreshed each run: new inputs land here, not in fuzz/.
+  local work_corpus="$fuzz_dir/corpus-$name"
+  rm -rf "$work_corpus"
+  mkdir -p "$work_corpus"
+  cp "$root/fuzz/corpus/$name/"* "$work_corpus/"
+
+  local log="$fuzz_dir/$name-fuzz.log"
+  local status=0
+  if [ "$fuzz_seconds" -eq 0 ]; then
+    echo "== replaying the $name seed corpus (FUZZ_SECONDS=0)"
+    "$bin" -print_final_stats=1 "$work_corpus"/* >"$log" 2>&1 || status=$?
+  else
+    echo "== fuzzing $what for ${fuzz_seconds}s"
+    # The outer timeout is a backstop in case the fuzzer wedges.
+    timeout $((fuzz_seconds + 120)) "$bin" \
+      -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$fuzz_dir/artifacts/" \
+      "$work_corpus" >"$log" 2>&1 || status=$?
+  fi
+  if [ $status -ne 0 ]; then
+    tail -n 60 "$log" >&2
+    die "$name fuzzer failed (exit $status); full log in $log, crashing inputs in $fuzz_dir/artifacts/"
+  fi
+  local execs
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)"
+  echo "$name fuzzer: ${execs:-?} executions, corpus $(ls "$work_corpus" | wc -l) inputs (log: $log)"
+}
+
+run_fuzzer framer FrameReader "$root/src/core/frame_reader.cc"
+run_fuzzer ring "the shared-memory ring's reader and writer" "$root/src/core/ring.cc"
+
 echo "== native tests passed"

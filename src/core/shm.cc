@@ -1,6 +1,7 @@
 #include "shm.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -98,6 +99,145 @@ void* MapSegment(int fd, size_t size, bool shared, int* error) {
 void UnmapSegment(void* address, size_t size) {
   if (size == 0 || address == g_empty_segment) return;
   munmap(address, size);
+}
+
+// ---- recycled segments ------------------------------------------------------
+
+int PooledSeals() { return F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL; }
+
+int VerifyPooledSegment(int fd, size_t* size) {
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return errno == EINVAL ? -EPERM : -errno;  // not a memfd
+  if ((seals & PooledSeals()) != PooledSeals()) return -EPERM;
+  struct stat st;
+  if (fstat(fd, &st) < 0) return -errno;
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0) return -EPERM;
+  *size = static_cast<size_t>(st.st_size);
+  return 0;
+}
+
+SegmentPool::SegmentPool(size_t min_class, size_t max_idle_bytes)
+    : min_class_(min_class < 4096 ? 4096 : min_class), max_idle_bytes_(max_idle_bytes) {}
+
+SegmentPool::~SegmentPool() {
+  for (auto& kv : entries_) {
+    munmap(kv.second.data, kv.second.capacity);
+    CloseFd(kv.second.fd);
+  }
+}
+
+size_t SegmentPool::ClassFor(size_t size) const {
+  size_t c = min_class_;
+  while (c < size) {
+    if (c > (SIZE_MAX >> 1)) return 0;
+    c <<= 1;
+  }
+  return c;
+}
+
+int SegmentPool::Acquire(size_t size, PooledSegment* out) {
+  const size_t capacity = ClassFor(size);
+  if (capacity == 0) return -EFBIG;
+  auto idle = idle_.find(capacity);
+  if (idle != idle_.end() && !idle->second.empty()) {
+    const uint32_t id = idle->second.back();
+    idle->second.pop_back();
+    Entry& e = entries_.at(id);
+    e.in_flight = true;
+    in_flight_++;
+    idle_bytes_ -= e.capacity;
+    *out = PooledSegment{id, e.fd, e.data, e.capacity, false};
+    return 0;
+  }
+  if (next_id_ == 0) return -EOVERFLOW;  // 4 billion segments made: ids would repeat
+  const int fd = CreateSegment(capacity);
+  if (fd < 0) return fd;
+  if (fcntl(fd, F_ADD_SEALS, PooledSeals()) < 0) {
+    const int err = errno;
+    CloseFd(fd);
+    return -err;
+  }
+  // MAP_POPULATE pays for every page now, once; reuse then costs no faults.
+  void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    CloseFd(fd);
+    return -err;
+  }
+  const uint32_t id = next_id_++;
+  entries_.emplace(id, Entry{fd, static_cast<uint8_t*>(p), capacity, true});
+  in_flight_++;
+  *out = PooledSegment{id, fd, static_cast<uint8_t*>(p), capacity, true};
+  return 0;
+}
+
+int SegmentPool::Recycle(uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.in_flight) return -EINVAL;
+  Entry& e = it->second;
+  e.in_flight = false;
+  in_flight_--;
+  if (idle_bytes_ + e.capacity > max_idle_bytes_) {
+    Destroy(id);
+    return 1;
+  }
+  idle_bytes_ += e.capacity;
+  idle_[e.capacity].push_back(id);
+  return 0;
+}
+
+void SegmentPool::TrimIdle(std::vector<uint32_t>* dropped) {
+  for (auto& kv : idle_) {
+    for (uint32_t id : kv.second) {
+      idle_bytes_ -= entries_.at(id).capacity;
+      Destroy(id);
+      if (dropped != nullptr) dropped->push_back(id);
+    }
+  }
+  idle_.clear();
+}
+
+void SegmentPool::Destroy(uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  munmap(it->second.data, it->second.capacity);
+  CloseFd(it->second.fd);
+  entries_.erase(it);
+}
+
+SegmentCache::~SegmentCache() {
+  for (auto& kv : maps_) munmap(kv.second.data, kv.second.size);
+}
+
+int SegmentCache::Add(uint32_t id, int fd) {
+  if (maps_.count(id) != 0) return -EEXIST;
+  size_t size = 0;
+  const int r = VerifyPooledSegment(fd, &size);
+  if (r < 0) return r;
+  // Shared, not private: a private copy-on-write mapping would keep any page
+  // this side wrote and stop seeing the sender's later messages there.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return -errno;
+  maps_.emplace(id, Mapping{static_cast<uint8_t*>(p), size});
+  return 0;
+}
+
+uint8_t* SegmentCache::Find(uint32_t id, size_t* size) const {
+  auto it = maps_.find(id);
+  if (it == maps_.end()) {
+    *size = 0;
+    return nullptr;
+  }
+  *size = it->second.size;
+  return it->second.data;
+}
+
+bool SegmentCache::Remove(uint32_t id) {
+  auto it = maps_.find(id);
+  if (it == maps_.end()) return false;
+  munmap(it->second.data, it->second.size);
+  maps_.erase(it);
+  return true;
 }
 
 }  // namespace procwire

@@ -15,6 +15,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 namespace procwire {
 
@@ -42,6 +44,121 @@ int VerifySegment(int fd, size_t* size);
 // with *error = errno. A zero size maps nothing and returns a non-null dummy.
 void* MapSegment(int fd, size_t size, bool shared, int* error);
 void UnmapSegment(void* address, size_t size);
+
+// ---- recycled segments ------------------------------------------------------
+//
+// A fresh segment is faulted in page by page as the sender copies into it,
+// which costs about as much as the copy itself; a sealed one can never be
+// written again. Recycled segments avoid both: a per-channel SegmentPool on
+// the sending side keeps pre-faulted segments, the sender copies a message
+// into one and passes its descriptor once (afterwards only its id), and the
+// receiver, which keeps its mapping in a SegmentCache, hands the id back when
+// it no longer needs the bytes (when the Buffer over them is collected). The
+// segment is then reused for a later message.
+//
+// Guarantee: pooled segments are sealed against shrinking and growing only,
+// so a receiver's mapping can never fault (SIGBUS) by truncation, but the
+// sender can still change the bytes after sending. That suits a parent and
+// its own child, which trust each other; between peers that do not, the
+// sealed single-use segments above remain the mode that guarantees the
+// receiver sees exactly the bytes that were sent.
+
+// The seals a pooled segment carries.
+int PooledSeals();
+
+// Checks that fd is a memfd carrying PooledSeals() and returns its size in
+// *size. Returns 0, -EPERM when seals are missing, or -errno.
+int VerifyPooledSegment(int fd, size_t* size);
+
+struct PooledSegment {
+  // Names the segment on the wire; never 0, never reused by one pool.
+  uint32_t id = 0;
+  // Owned by the pool; the caller passes it (SCM_RIGHTS) when `fresh`.
+  int fd = -1;
+  // A shared read-write mapping of the whole segment, pre-faulted.
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+  // True when the segment was made for this call: the receiver has not seen
+  // its descriptor yet.
+  bool fresh = false;
+};
+
+// The sending side's pool. Ownership: the pool owns every segment's
+// descriptor and mapping, in flight or idle, until its destruction (a
+// receiver's own mapping keeps the memory alive after that). Threading: one
+// thread at a time; no locks.
+class SegmentPool {
+ public:
+  // Segments come in power-of-two size classes from min_class bytes; at most
+  // max_idle_bytes of idle segments are kept for reuse.
+  explicit SegmentPool(size_t min_class = size_t{64} << 10, size_t max_idle_bytes = size_t{256} << 20);
+  ~SegmentPool();
+  SegmentPool(const SegmentPool&) = delete;
+  SegmentPool& operator=(const SegmentPool&) = delete;
+
+  // A segment of at least `size` bytes (an idle one of the right class, or a
+  // new pre-faulted one), now in flight. Returns 0 or -errno.
+  int Acquire(size_t size, PooledSegment* out);
+  // The receiver handed segment `id` back. Returns 0 when it is idle again,
+  // 1 when it was dropped instead (the idle limit was reached; tell the
+  // receiver to forget it), or -EINVAL for an id that is unknown or not in
+  // flight (a confused or hostile receiver).
+  int Recycle(uint32_t id);
+  // Drops every idle segment; returns their ids in *dropped (may be null) so
+  // the receiver can be told to forget them.
+  void TrimIdle(std::vector<uint32_t>* dropped);
+
+  size_t segments() const { return entries_.size(); }
+  size_t in_flight() const { return in_flight_; }
+  size_t idle_bytes() const { return idle_bytes_; }
+
+ private:
+  struct Entry {
+    int fd;
+    uint8_t* data;
+    size_t capacity;
+    bool in_flight;
+  };
+  size_t ClassFor(size_t size) const;
+  void Destroy(uint32_t id);
+
+  size_t min_class_;
+  size_t max_idle_bytes_;
+  uint32_t next_id_ = 1;
+  size_t in_flight_ = 0;
+  size_t idle_bytes_ = 0;
+  std::unordered_map<uint32_t, Entry> entries_;
+  // Idle ids by size class (capacity).
+  std::unordered_map<size_t, std::vector<uint32_t>> idle_;
+};
+
+// The receiving side's mappings of a peer's pooled segments, by id.
+// Ownership: owns the mappings (not the descriptors, which Add borrows).
+// Threading: one thread at a time.
+class SegmentCache {
+ public:
+  SegmentCache() = default;
+  ~SegmentCache();
+  SegmentCache(const SegmentCache&) = delete;
+  SegmentCache& operator=(const SegmentCache&) = delete;
+
+  // Maps a segment the peer sent under `id` (fd borrowed; close it after).
+  // Returns 0, -EEXIST when the id is already mapped, -EPERM for a
+  // descriptor that is not a pooled segment, or -errno.
+  int Add(uint32_t id, int fd);
+  // The mapping of a known segment, or nullptr (with *size 0).
+  uint8_t* Find(uint32_t id, size_t* size) const;
+  // Unmaps a segment the peer dropped. Returns false for an unknown id.
+  bool Remove(uint32_t id);
+  size_t size() const { return maps_.size(); }
+
+ private:
+  struct Mapping {
+    uint8_t* data;
+    size_t size;
+  };
+  std::unordered_map<uint32_t, Mapping> maps_;
+};
 
 }  // namespace procwire
 

@@ -1,0 +1,311 @@
+// Tests for recycled shared-memory segments (SegmentPool / SegmentCache in
+// src/core/shm.h): size classes and reuse, the idle limit, hand-backs a
+// receiver gets wrong, what a receiver accepts, and two processes cycling
+// segments 100k times with no descriptor or mapping left behind.
+#include "shm.h"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "socket_io.h"
+
+namespace procwire {
+namespace {
+
+constexpr int kWaitMs = 5000;
+constexpr size_t kKiB = 1024;
+
+size_t CountFds() {
+  size_t n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return 0;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n;
+}
+
+// Mappings of memfds (segments) only: the allocator's own mappings (ASan's
+// in particular) come and go and would make a total count meaningless.
+size_t CountMappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  size_t n = 0;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:") != std::string::npos) n++;
+  }
+  return n;
+}
+
+TEST(SegmentPool, SizeClassesAndReuse) {
+  SegmentPool pool(64 * kKiB);
+  PooledSegment a, b, c;
+  ASSERT_EQ(pool.Acquire(1, &a), 0);
+  EXPECT_EQ(a.capacity, 64 * kKiB);
+  EXPECT_TRUE(a.fresh);
+  EXPECT_NE(a.id, 0u);
+  EXPECT_GE(a.fd, 0);
+  ASSERT_EQ(pool.Acquire(64 * kKiB + 1, &b), 0);
+  EXPECT_EQ(b.capacity, 128 * kKiB);
+  EXPECT_NE(a.id, b.id);
+  // Writable through the pool's mapping, and visible through the fd.
+  std::memset(a.data, 0x61, a.capacity);
+  char byte = 0;
+  ASSERT_EQ(pread(a.fd, &byte, 1, static_cast<off_t>(a.capacity - 1)), 1);
+  EXPECT_EQ(byte, 0x61);
+  EXPECT_EQ(pool.in_flight(), 2u);
+  // Back and out again: the same segment, not fresh, same memory.
+  ASSERT_EQ(pool.Recycle(a.id), 0);
+  EXPECT_EQ(pool.in_flight(), 1u);
+  EXPECT_EQ(pool.idle_bytes(), 64 * kKiB);
+  ASSERT_EQ(pool.Acquire(1000, &c), 0);
+  EXPECT_EQ(c.id, a.id);
+  EXPECT_FALSE(c.fresh);
+  EXPECT_EQ(c.data, a.data);
+  EXPECT_EQ(pool.idle_bytes(), 0u);
+  // A different class does not take it.
+  ASSERT_EQ(pool.Recycle(c.id), 0);
+  PooledSegment d;
+  ASSERT_EQ(pool.Acquire(100 * kKiB, &d), 0);
+  EXPECT_NE(d.id, a.id);
+  EXPECT_TRUE(d.fresh);
+  EXPECT_EQ(pool.segments(), 3u);
+}
+
+TEST(SegmentPool, SegmentSizeIsSealedButBytesAreWritable) {
+  SegmentPool pool;
+  PooledSegment s;
+  ASSERT_EQ(pool.Acquire(10, &s), 0);
+  EXPECT_EQ(ftruncate(s.fd, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(ftruncate(s.fd, static_cast<off_t>(s.capacity * 2)), -1);
+  // No further seal can be added (a receiver cannot freeze the sender out).
+  EXPECT_EQ(fcntl(s.fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+  size_t size = 0;
+  EXPECT_EQ(VerifyPooledSegment(s.fd, &size), 0);
+  EXPECT_EQ(size, s.capacity);
+  const char x = 'x';
+  EXPECT_EQ(pwrite(s.fd, &x, 1, 0), 1);
+}
+
+TEST(SegmentPool, BadHandBacksAreRefused) {
+  SegmentPool pool;
+  PooledSegment s;
+  ASSERT_EQ(pool.Acquire(10, &s), 0);
+  EXPECT_EQ(pool.Recycle(0), -EINVAL);
+  EXPECT_EQ(pool.Recycle(s.id + 1000), -EINVAL);
+  ASSERT_EQ(pool.Recycle(s.id), 0);
+  // Twice: the second hand-back finds it idle already.
+  EXPECT_EQ(pool.Recycle(s.id), -EINVAL);
+  EXPECT_EQ(pool.in_flight(), 0u);
+  EXPECT_EQ(pool.idle_bytes(), s.capacity);
+}
+
+TEST(SegmentPool, IdleLimitDropsAndTrimForgets) {
+  const size_t fds_before = CountFds();
+  {
+    SegmentPool pool(64 * kKiB, 128 * kKiB);
+    PooledSegment s[3];
+    for (auto& x : s) ASSERT_EQ(pool.Acquire(1, &x), 0);
+    EXPECT_EQ(CountFds(), fds_before + 3);
+    EXPECT_EQ(pool.Recycle(s[0].id), 0);
+    EXPECT_EQ(pool.Recycle(s[1].id), 0);
+    // Over the idle limit: dropped, descriptor closed.
+    EXPECT_EQ(pool.Recycle(s[2].id), 1);
+    EXPECT_EQ(pool.segments(), 2u);
+    EXPECT_EQ(CountFds(), fds_before + 2);
+    std::vector<uint32_t> dropped;
+    pool.TrimIdle(&dropped);
+    EXPECT_EQ(dropped.size(), 2u);
+    EXPECT_EQ(pool.segments(), 0u);
+    EXPECT_EQ(pool.idle_bytes(), 0u);
+    EXPECT_EQ(CountFds(), fds_before);
+    PooledSegment again;
+    ASSERT_EQ(pool.Acquire(1, &again), 0);
+    EXPECT_TRUE(again.fresh);
+    EXPECT_GT(again.id, s[2].id);  // ids are never reused
+  }
+  EXPECT_EQ(CountFds(), fds_before);
+}
+
+TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {
+  SegmentCache cache;
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  EXPECT_EQ(cache.Add(1, p[0]), -EPERM);
+  close(p[0]);
+  close(p[1]);
+  const int loose = CreateSegment(4096);
+  ASSERT_GE(loose, 0);
+  EXPECT_EQ(cache.Add(1, loose), -EPERM);  // could be truncated under us
+  close(loose);
+  SegmentPool pool;
+  PooledSegment s;
+  ASSERT_EQ(pool.Acquire(100, &s), 0);
+  std::memcpy(s.data, "pooled", 6);
+  ASSERT_EQ(cache.Add(s.id, s.fd), 0);
+  EXPECT_EQ(cache.Add(s.id, s.fd), -EEXIST);
+  size_t size = 0;
+  uint8_t* m = cache.Find(s.id, &size);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(size, s.capacity);
+  EXPECT_EQ(std::memcmp(m, "pooled", 6), 0);
+  // Shared both ways: the next message in the same segment is seen.
+  std::memcpy(s.data, "second", 6);
+  EXPECT_EQ(std::memcmp(m, "second", 6), 0);
+  EXPECT_EQ(cache.Find(s.id + 1, &size), nullptr);
+  EXPECT_EQ(size, 0u);
+  EXPECT_TRUE(cache.Remove(s.id));
+  EXPECT_FALSE(cache.Remove(s.id));
+}
+
+// Wire messages of the two-process test, fixed size.
+struct Offer {
+  uint32_t id;
+  uint32_t fresh;
+  uint64_t size;
+  uint64_t seed;
+};
+struct HandBack {
+  uint32_t id;
+  uint32_t forget;  // 1: the sender dropped this id (reply to nothing)
+};
+
+bool WaitReadable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  int r;
+  do {
+    r = poll(&p, 1, kWaitMs);
+  } while (r < 0 && errno == EINTR);
+  return r == 1;
+}
+
+// Positions checked in each message: the first and last bytes and a few in
+// between, so a 1 MiB message is verified without reading all of it.
+std::vector<size_t> Probes(size_t size, uint64_t seed) {
+  std::vector<size_t> v = {0, size - 1, size / 2};
+  for (int i = 0; i < 4; i++) v.push_back(static_cast<size_t>((seed * 2654435761u + i * 40503u) % size));
+  return v;
+}
+uint8_t ProbeByte(uint64_t seed, size_t pos) { return static_cast<uint8_t>(seed ^ (pos * 31)); }
+
+// The receiver: maps fresh segments into its cache, checks each message,
+// hands the id back. Exits 0 after `cycles` messages with as many
+// descriptors and mappings as it had once its cache was built.
+int ReceiverMain(int sock, uint64_t cycles) {
+  SegmentCache cache;
+  size_t fds_at_warm = 0;
+  size_t maps_at_warm = 0;
+  for (uint64_t i = 0; i < cycles; i++) {
+    Offer o;
+    std::vector<int> fds;
+    size_t got = 0;
+    while (got < sizeof(o)) {
+      if (!WaitReadable(sock)) return 20;
+      const ReadOutcome r =
+          ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&o) + got, sizeof(o) - got, &fds);
+      if (r.bytes <= 0) return 21;
+      got += static_cast<size_t>(r.bytes);
+    }
+    if (o.fresh) {
+      if (fds.size() != 1) return 22;
+      if (cache.Add(o.id, fds[0]) != 0) return 23;
+    } else if (!fds.empty()) {
+      return 24;
+    }
+    for (int fd : fds) CloseFd(fd);
+    size_t size = 0;
+    const uint8_t* m = cache.Find(o.id, &size);
+    if (m == nullptr || o.size > size) return 25;
+    for (size_t pos : Probes(o.size, o.seed)) {
+      if (m[pos] != ProbeByte(o.seed, pos)) return 26;
+    }
+    if (i == 1000) {
+      fds_at_warm = CountFds();
+      maps_at_warm = CountMappings();
+    }
+    const HandBack h{o.id, 0};
+    iovec iov{const_cast<HandBack*>(&h), sizeof(h)};
+    if (SendVectors(sock, &iov, 1, nullptr, 0) != static_cast<ssize_t>(sizeof(h))) return 27;
+  }
+  if (CountFds() != fds_at_warm) return 28;
+  if (CountMappings() != maps_at_warm) return 29;
+  return 0;
+}
+
+TEST(SegmentPoolProcesses, HundredThousandCyclesLeakNothing) {
+  const uint64_t cycles = 100000;
+  int sv[2];
+  ASSERT_EQ(MakeSocketPair(sv), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    CloseFd(sv[0]);
+    _exit(ReceiverMain(sv[1], cycles));
+  }
+  CloseFd(sv[1]);
+  const int sock = sv[0];
+  std::mt19937_64 rng(99);
+  const size_t sizes[] = {1, 4 * kKiB, 64 * kKiB, 100 * kKiB, kKiB * kKiB};
+  size_t fds_at_warm = 0;
+  size_t maps_at_warm = 0;
+  bool ok = true;
+  {
+    SegmentPool pool(64 * kKiB, 8 * kKiB * kKiB);
+    for (uint64_t i = 0; i < cycles && ok; i++) {
+      const size_t size = sizes[rng() % 5];
+      const uint64_t seed = rng();
+      PooledSegment s;
+      ASSERT_EQ(pool.Acquire(size, &s), 0);
+      for (size_t pos : Probes(size, seed)) s.data[pos] = ProbeByte(seed, pos);
+      const Offer o{s.id, s.fresh ? 1u : 0u, size, seed};
+      iovec iov{const_cast<Offer*>(&o), sizeof(o)};
+      ASSERT_EQ(SendVectors(sock, &iov, 1, s.fresh ? &s.fd : nullptr, s.fresh ? 1 : 0),
+                static_cast<ssize_t>(sizeof(o)));
+      HandBack h;
+      size_t got = 0;
+      while (got < sizeof(h) && ok) {
+        ok = WaitReadable(sock);
+        if (!ok) break;
+        const ReadOutcome r = ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&h) + got, sizeof(h) - got, nullptr);
+        ok = r.bytes > 0;
+        if (ok) got += static_cast<size_t>(r.bytes);
+      }
+      if (!ok) break;
+      ASSERT_EQ(h.id, s.id);
+      ASSERT_EQ(pool.Recycle(h.id), 0);
+      if (i == 1000) {
+        fds_at_warm = CountFds();
+        maps_at_warm = CountMappings();
+      }
+    }
+    EXPECT_EQ(CountMappings(), pool.segments());
+    // One message at a time: one segment per size class was ever needed.
+    EXPECT_EQ(pool.segments(), 3u);  // 64 KiB, 128 KiB and 1 MiB classes
+    EXPECT_EQ(CountFds(), fds_at_warm);
+    EXPECT_EQ(CountMappings(), maps_at_warm);
+  }
+  CloseFd(sock);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(ok) << "receiver stopped answering";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace procwire
