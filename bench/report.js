@@ -305,13 +305,16 @@ function localDate(d = new Date()) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
 }
 
-// Writes results.json, results.md and <suite>.svg into dir; returns the paths.
-function writeReport(results, dir) {
+// Writes results.json (unless json is false: re-rendering a run in its own
+// directory), results.md and <suite>.svg into dir; returns the paths.
+function writeReport(results, dir, { json = true } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   const files = [];
-  const json = path.join(dir, 'results.json');
-  fs.writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
-  files.push(json);
+  if (json) {
+    const file = path.join(dir, 'results.json');
+    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    files.push(file);
+  }
   const md = path.join(dir, 'results.md');
   let text = toMarkdown(results);
   const charts = [];
