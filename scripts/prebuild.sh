@@ -28,7 +28,7 @@ GLIBC=2.28
 # npm exports its settings to the scripts it runs (npm pack's destination,
 # --json, a nodedir for this machine's Node); none of them is meant for the
 # nested npm calls the setup scripts make.
-unset npm_config_pack_destination NPM_CONFIG_PACK_DESTINATION npm_config_json NPM_CONFIG_JSON \
+unset npm_config_pack_destination NPM_CONFIG_PACK_DESTINATION npm_config_json NPM_CONFIG_JSON npm_config_local_prefix \
   npm_config_nodedir NPM_CONFIG_NODEDIR npm_config_dry_run NPM_CONFIG_DRY_RUN
 
 zig="$(bash "$root/scripts/setup-toolchain.sh" --print-zig)"

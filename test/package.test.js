@@ -246,3 +246,34 @@ test('the packed tarball installs without a compiler and runs on every Node line
     { arch: 'arm64', childArch: 'arm64', native: true, childNative: true, buf: 'hi', back: [1, 'two'] }, 'arm64 under qemu');
   t.diagnostic(`arm64 Node ${armOut.version} under qemu: fork round trip with the prebuilt addon in ${Math.round(armRt.ms)} ms`);
 });
+
+// `npm pack --pack-destination DIR` in a fresh clone: npm hands its settings
+// (the destination among them) to the prepack script, whose own download of
+// another Node line's headers must still land where it looks for them. One
+// line and one CPU keep the build short; the clone shares this checkout's
+// installed toolchain.
+test('npm pack --pack-destination works in a fresh clone', { skip: skipReason(), timeout: 15 * 60_000 }, (t) => {
+  const cli = npmCli();
+  assert.ok(cli, 'npm-cli.js not found');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-clone-'));
+  t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const clone = path.join(tmp, 'clone');
+  run('git', ['clone', '-q', '--no-hardlinks', ROOT, clone]);
+  // This checkout's uncommitted scripts are what is under test.
+  for (const f of ['scripts/prebuild.sh', 'scripts/setup-toolchain.sh', 'scripts/setup-nodes.sh', 'package.json']) {
+    fs.copyFileSync(path.join(ROOT, f), path.join(clone, f));
+  }
+  run('bash', [path.join(ROOT, 'scripts', 'setup-toolchain.sh')], { cwd: ROOT });
+  fs.symlinkSync(path.join(ROOT, '.toolchain'), path.join(clone, '.toolchain'));
+  assert.ok(!fs.existsSync(path.join(clone, '.nodes')), 'a fresh clone has no other Node lines');
+  const dest = path.join(tmp, 'dest');
+  fs.mkdirSync(dest);
+  const env = { ...process.env, PROCWIRE_PREBUILD_NODES: '22', PROCWIRE_PREBUILD_ARCHS: 'x64' };
+  delete env.PROCWIRE_ADDON;
+  const packed = run(process.execPath, [cli, 'pack', '--json', '--pack-destination', dest], { cwd: clone, env });
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[')))[0];
+  assert.deepStrictEqual(fs.readdirSync(dest), [info.filename], 'only the package lands in the destination');
+  const abi = run(path.join(clone, '.nodes', '22', 'bin', 'node'), ['-p', 'process.versions.modules']).stdout.trim();
+  assert.ok(info.files.some((f) => f.path === `prebuilds/linux-x64/procwire.abi${abi}.node`), 'the Node 22 prebuild is packed');
+  t.diagnostic(`fresh clone: npm pack --pack-destination incl. Node 22 download and build: ${Math.round(packed.ms)} ms`);
+});
