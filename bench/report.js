@@ -251,7 +251,8 @@ function fmtTick(v, metric) {
 // few decades, so a fitted axis still has several labels.
 function logTicks(min, max) {
   const decades = Math.log10(max / min);
-  const steps = decades < 1.2 ? [1, 1.5, 2, 3, 5, 7] : decades < 3.5 ? [1, 2, 5] : [1];
+  const steps = decades < 0.6 ? [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]
+    : decades < 1.2 ? [1, 1.5, 2, 3, 5, 7] : decades < 3.5 ? [1, 2, 5] : [1];
   const ticks = [];
   for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
     for (const st of steps) {
@@ -500,4 +501,4 @@ function writeReport(results, dir, { json = true } = {}) {
   return files;
 }
 
-module.exports = { writeReport, toMarkdown, suiteMarkdown, toSvg, histogramText, localDate, fmtValue, fmtTick, logTicks, peerGroups, MAX_SERIES };
+module.exports = { writeReport, toMarkdown, suiteMarkdown, toSvg, histogramText, localDate, fmtValue, fmtTick, logTicks, peerGroups, seriesStyles, MAX_SERIES };

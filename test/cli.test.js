@@ -144,8 +144,14 @@ test('off a terminal a bench run prints plain progress lines, and report re-rend
 // The package's files as npm installs them (package.json "files"), with the
 // addon as its prebuilt binary and no build/ or scripts but install.js.
 function installedCopy(t) {
-  const built = path.join(ROOT, 'build', 'Release', 'procwire.node');
-  if (!fs.existsSync(built)) return null;
+  // The addon for the Node line running this test (PROCWIRE_ADDON names it
+  // on the lines other than the machine's).
+  const built = process.env.PROCWIRE_ADDON || path.join(ROOT, 'build', 'Release', 'procwire.node');
+  try {
+    require(built);
+  } catch {
+    return null;
+  }
   const dir = tmpDir(t);
   const dest = path.join(dir, 'node_modules', 'procwire');
   fs.mkdirSync(dest, { recursive: true });
@@ -163,7 +169,7 @@ function installedCopy(t) {
 
 test('from an installed package: no "not pinned" warning, no hint at unshipped scripts', { timeout: 240_000 }, (t) => {
   const dest = installedCopy(t);
-  if (!dest) { t.skip('build/Release/procwire.node missing (npm run build)'); return; }
+  if (!dest) { t.skip('no addon for this Node line (npm run build, or PROCWIRE_ADDON)'); return; }
   // Dependencies resolve from this checkout's node_modules, as they would
   // from the user's.
   const env = cleanEnv({ NODE_PATH: path.join(ROOT, 'node_modules'), PROCWIRE_BENCH_NODE26: '' });
@@ -210,4 +216,97 @@ test('the TLS row runs with no openssl binary on PATH', { timeout: 60_000 }, (t)
   const r = childProcess.spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8', timeout: 45_000, cwd: dir });
   assert.strictEqual(r.status, 0, `${r.stdout}\n${r.stderr}`);
   assert.deepStrictEqual(JSON.parse(r.stdout.trim().split('\n').pop()), { hello: 'tls' });
+});
+
+// ---- charts (bench/report.js) ------------------------------------------------
+
+const report = require('../bench/report');
+const REFERENCE = path.join(ROOT, 'bench-results', 'reference', 'results.json');
+
+// A suite as the harness records it: xs, a metric, and per peer per x the
+// median and every repeat's sample.
+function syntheticSuite() {
+  const xs = [64, 1024, 16384];
+  const peer = (id, base) => Object.fromEntries(xs.map((x, k) => {
+    const samples = [base / (k + 1), (base * 1.3) / (k + 1), (base * 0.8) / (k + 1)];
+    return [String(x), { rps: { median: base / (k + 1), samples } }];
+  }));
+  const data = { a: peer('a', 2000), b: peer('b', 900) };
+  delete data.b['16384'];
+  return {
+    name: 'synthetic', title: 'Synthetic', xs, xLabel: 'payload', xUnit: 'bytes',
+    metrics: [{ id: 'rps', label: 'round trips/s', unit: '/s', better: 'higher' }],
+    peers: [
+      { id: 'a', label: 'peer A', status: 'ok' },
+      { id: 'b', label: 'peer B', status: 'ok' },
+      { id: 'c', label: 'peer C', status: 'failed', reason: 'child crashed: boom' },
+      { id: 'd', label: 'peer D', status: 'skipped', reason: 'not installed' },
+    ],
+    data, ratioTo: ['a'], repeats: 3,
+  };
+}
+
+test('charts: no panel has more than six series, and colours differ within each', () => {
+  const results = JSON.parse(fs.readFileSync(REFERENCE, 'utf8'));
+  for (const suite of Object.values(results.suites)) {
+    const groups = report.peerGroups(suite);
+    const shown = new Set(groups.flatMap((g) => g.peers));
+    assert.deepStrictEqual([...shown].sort(), suite.peers.map((p) => p.id).sort(), `${suite.name}: every peer in a panel`);
+    const style = report.seriesStyles(suite, groups);
+    for (const g of groups) {
+      assert.ok(g.peers.length <= report.MAX_SERIES, `${suite.name}: ${g.peers.length} series in "${g.title}"`);
+      const colours = g.peers.map((id) => style(g, id).color);
+      assert.strictEqual(new Set(colours).size, colours.length, `${suite.name}: colours repeat in "${g.title}": ${colours}`);
+    }
+    // A peer shown in several panels keeps its colour.
+    for (const id of shown) {
+      const seen = new Set(groups.filter((g) => g.peers.includes(id)).map((g) => style(g, id).color));
+      assert.strictEqual(seen.size, 1, `${suite.name}: ${id} changes colour between panels`);
+    }
+  }
+});
+
+test('charts: y axes fitted to the data, ticks with consistent units', () => {
+  // No tick outside the data's range, and several inside even a narrow one.
+  for (const [lo, hi] of [[12, 900], [7, 95000], [31000, 68000], [0.4, 9]]) {
+    const ticks = report.logTicks(lo, hi);
+    assert.ok(ticks.length >= 3, `[${lo}, ${hi}]: ${ticks}`);
+    assert.ok(ticks.every((v) => v >= lo * 0.9999 && v <= hi * 1.0001), `[${lo}, ${hi}]: ${ticks}`);
+  }
+  const us = { unit: 'µs' };
+  assert.deepStrictEqual([5, 50, 500, 5000, 50000, 2e6].map((v) => report.fmtTick(v, us)),
+    ['5 µs', '50 µs', '500 µs', '5 ms', '50 ms', '2 s']);
+  assert.deepStrictEqual([0.1, 2, 1500].map((v) => report.fmtTick(v, { unit: 'ms' })), ['100 µs', '2 ms', '1.5 s']);
+  assert.deepStrictEqual([500, 20000, 1.5e6].map((v) => report.fmtTick(v, { unit: '/s' })), ['500/s', '20k/s', '1.5M/s']);
+
+  // The reference latency chart: every tick label has a unit, and the
+  // lowest and highest ticks lie within a factor of two of the data.
+  const results = JSON.parse(fs.readFileSync(REFERENCE, 'utf8'));
+  const svg = report.toSvg(results.suites.latency);
+  const ticks = [...svg.matchAll(/text-anchor="end" font-size="11">([^<]+)</g)].map((m) => m[1]);
+  assert.ok(ticks.length > 4);
+  for (const label of ticks) assert.match(label, /^[\d.]+ (µs|ms|s)$/);
+  const toUs = (label) => { const [n, u] = label.split(' '); return Number(n) * { µs: 1, ms: 1e3, s: 1e6 }[u]; };
+  const suite = results.suites.latency;
+  const samples = Object.values(suite.data).flatMap((byX) => Object.values(byX)
+    .flatMap((m) => suite.chartMetrics.flatMap((id) => m[id].samples)));
+  const values = ticks.map(toUs);
+  // The old axes ran to the next power of ten past the data.
+  assert.ok(Math.max(...values) <= 2 * Math.max(...samples), `top tick ${Math.max(...values)} µs, data up to ${Math.max(...samples)} µs`);
+  assert.ok(Math.min(...values) >= Math.min(...samples) / 2, `bottom tick ${Math.min(...values)} µs, data from ${Math.min(...samples)} µs`);
+});
+
+test('charts: whiskers from the repeats, failed and skipped rows marked', () => {
+  const suite = syntheticSuite();
+  const svg = report.toSvg(suite);
+  // One whisker per point that has several samples: a and b (2 of 3 xs).
+  const whiskers = svg.match(/<path d="M[\d.]+ [\d.]+ V[\d.]+ M[\d.]+ [\d.]+ h8 M[\d.]+ [\d.]+ h8"/g) || [];
+  assert.strictEqual(whiskers.length, 5);
+  assert.match(svg, /peer A, 64 B: 2\.0k \(min 1\.6k, max 2\.6k\)/);
+  assert.match(svg, /peer C — FAILED: child crashed: boom/);
+  assert.match(svg, /peer D — skipped: not installed/);
+  // b has no value at 16 KiB: marked on the axis.
+  assert.match(svg, /<title>peer B, 16 KiB: no result<\/title>/);
+  // The failed row stays in the report's tables too.
+  assert.match(report.suiteMarkdown(suite), /Failed: peer C: child crashed: boom/);
 });
