@@ -117,7 +117,7 @@ test('a file that is not a results file is a clear error, exit 1', (t) => {
 test('off a terminal a bench run prints plain progress lines, and report re-renders it', { timeout: 240_000 }, (t) => {
   const dir = tmpDir(t);
   const out = path.join(dir, 'run');
-  const r = run(['bench', '--quick', '--suite', 'codec', '--repeats', '1', '--out', out], { env: cleanEnv(), timeout: 200_000 });
+  const r = run(['bench', '--quick', '--suite', 'codec', '--repeats', '1', '--out', out], { timeout: 200_000 });
   assert.strictEqual(r.status, 0, r.stderr);
   const lines = r.stderr.split('\n').filter((l) => /^\[\s*\d+% +\d+s\] codec: /.test(l));
   assert.ok(lines.length >= 4, `progress lines:\n${r.stderr}`);

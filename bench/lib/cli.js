@@ -21,30 +21,35 @@ function procwireVersion() {
 async function pinAddon(tmp, log) {
   if (process.env.PROCWIRE_ADDON || process.env.PROCWIRE_FORCE_FALLBACK === '1') return;
   const fs = require('fs');
-  const prebuilt = path.join(harness.ROOT, 'prebuilds', `${process.platform}-${process.arch}`,
-    `procwire.abi${process.versions.modules}.node`);
-  const built = path.join(harness.ROOT, 'build', 'Release', 'procwire.node');
+  const candidates = [
+    path.join(harness.ROOT, 'prebuilds', `${process.platform}-${process.arch}`, `procwire.abi${process.versions.modules}.node`),
+    path.join(harness.ROOT, 'build', 'Release', 'procwire.node'),
+  ];
   const copy = path.join(tmp, 'procwire.node');
-  // A build that is being replaced right now gets a few seconds to finish.
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const source = [prebuilt, built].find((f) => fs.existsSync(f));
-    if (!source && !fs.existsSync(path.dirname(built))) {
-      log('note: no procwire addon for this platform and Node line: procwire rows use the pure-JavaScript fallback');
-      return;
-    }
-    try {
-      fs.copyFileSync(source || built, copy);
-      require(copy);
-      process.env.PROCWIRE_ADDON = copy;
-      return;
-    } catch (err) {
-      if (attempt === 9) {
-        log(`note: procwire's addon is not pinned (${String(err.message).split('\n')[0]}); procwire rows may fail`);
+  const problems = [];
+  for (const source of candidates) {
+    // A build that is being replaced right now gets a few seconds to finish.
+    for (let attempt = 0; ; attempt++) {
+      if (!fs.existsSync(source)) break;
+      try {
+        fs.copyFileSync(source, copy);
+        require(copy);
+        process.env.PROCWIRE_ADDON = copy;
         return;
+      } catch (err) {
+        // Built for another Node line: waiting will not change that.
+        const otherLine = /NODE_MODULE_VERSION|different Node\.js version/.test(String(err.message));
+        if (otherLine || attempt === 9) {
+          const message = otherLine ? 'built for another Node line' : String(err.message).split('\n')[0];
+          problems.push(`${path.relative(harness.ROOT, source)}: ${message}`);
+          break;
+        }
+        await harness.sleep(3000);
       }
-      await harness.sleep(3000);
     }
   }
+  log(`note: no procwire addon for this platform and Node line${problems.length ? ` loads (${problems.join('; ')})` : ''}: ` +
+    'procwire rows use the pure-JavaScript fallback');
 }
 
 // Off a terminal (a CI log, a pipe) the progress bar would be noise or, as
