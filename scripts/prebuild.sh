@@ -51,7 +51,7 @@ headers_for() {
     if [ -f "$own/node.h" ]; then echo "$own"; return; fi
   fi
   [ -f "$root/.nodes/$major/include/node/node.h" ] || bash "$root/scripts/setup-nodes.sh" "$major" >&2
-  echo "$root/.nodes/$major/include/node"
+  echo ".nodes/$major/include/node"
 }
 
 # The highest GLIBC_x.y and whether any GLIBCXX/CXXABI version is required,
@@ -67,11 +67,14 @@ check_symbols() {
   fi
 }
 
+# Paths are relative to the checkout (the working directory), so the same
+# sources and headers give the same compiler command in any clone, and
+# zig's own cache (in .toolchain/) can serve it.
 build_one() {
   local arch="$1" major="$2"
   local inc triple std abi dir stamp_text
   inc="$(headers_for "$major")"
-  local cxx="$root/.toolchain/libstdcxx-$arch" gnu
+  local cxx=".toolchain/libstdcxx-$arch" gnu
   case "$arch" in
     x64) triple="x86_64-linux-gnu.$GLIBC"; gnu=x86_64-linux-gnu ;;
     arm64) triple="aarch64-linux-gnu.$GLIBC"; gnu=aarch64-linux-gnu ;;
@@ -87,7 +90,7 @@ build_one() {
   std="$(grep -o "'-std=gnu++[0-9]*'" "$inc/common.gypi" | head -1 | tr -d "'")"
   [ -n "$std" ] || std="-std=gnu++17"
   abi="$(sed -n 's/^#define NODE_MODULE_VERSION \([0-9][0-9]*\)$/\1/p' "$inc/node_version.h")"
-  dir="$root/.build/prebuild/$arch-node$major"
+  dir=".build/prebuild/$arch-node$major"
   mkdir -p "$dir/obj"
   local flags=(-target "$triple" -fPIC -pthread -O2 -fno-omit-frame-pointer -fno-rtti "$std"
     -DNODE_GYP_MODULE_NAME=procwire -DUSING_UV_SHARED=1 -DUSING_V8_SHARED=1 -DV8_DEPRECATION_WARNINGS=1
