@@ -80,7 +80,7 @@ async function plan({ quick, repeats, log, tmp }) {
     const out = { ...p };
     if (p.id === 'fifo' && fifo.skip) out.skip = fifo.skip;
     if (p.id === 'node26-advanced') {
-      if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
+      if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
     }
     return out;

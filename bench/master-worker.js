@@ -78,7 +78,7 @@ async function plan({ quick, repeats, log, args = {} }) {
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
     const out = { ...p };
     if (p.id === 'node26-advanced') {
-      if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
+      if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
     }
     return out;

@@ -2,7 +2,7 @@
 // Turns a bench run into files: results.json (everything, with every sample),
 // results.md (Markdown tables: values, ratios to procwire and to Node's
 // built-in modes, message-size histograms) and one hand-written SVG chart per
-// suite (log-scale axes: sizes span decades).
+// suite (log-scale axes: sizes span decades; see toSvg).
 
 const fs = require('fs');
 const path = require('path');
@@ -193,107 +193,277 @@ function toMarkdown(results) {
 }
 
 // ---- SVG ------------------------------------------------------------------------
+//
+// One SVG per suite, made of panels (small multiples) that share their axes:
+// a suite with many peers is split into groups of at most six series, so no
+// plot is a tangle of look-alike lines; a suite charting two metrics (p50 and
+// p98 latency) gets one row of panels per metric rather than dashed twins.
+// Each point is the median of the repeats, with a min–max whisker across
+// them. Peers that failed or were skipped are listed in their panel's legend
+// as such, and a point a working peer could not measure is marked with ×
+// on the axis.
 
-const PALETTE = ['#d62728', '#ff7f0e', '#e377c2', '#bcbd22', '#8c564b', '#9467bd', '#1f77b4', '#17becf',
-  '#2ca02c', '#7f7f7f', '#393b79', '#637939', '#843c39', '#000000'];
+// Okabe & Ito's colour-blind-safe palette (yellow left out: unreadable on
+// white), one colour per peer for the whole chart; marker shapes tell the
+// series apart a second way.
+const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000'];
+const SHAPES = ['circle', 'square', 'triangle', 'diamond', 'down', 'circle-open', 'square-open'];
+const MAX_SERIES = 6;
+
+// Groups for the suites whose peers do not fit one panel: a title and the
+// peer ids, the reference row first. Peers not named here (added later) go
+// to extra panels with the suite's reference rows.
+const GROUPS = {
+  roundtrip: [
+    { title: 'procwire and Node fork IPC, by serialization', peers: ['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'node-advanced', 'node-json'] },
+    { title: 'procwire channel transports', peers: ['procwire-advanced', 'procwire-unix', 'procwire-tcp', 'procwire-tls', 'nats', 'node-advanced'] },
+    { title: 'other IPC between processes', peers: ['procwire-advanced', 'net-unix', 'redis', 'zeromq', 'node26-advanced', 'node-advanced'] },
+  ],
+};
 
 function xmlEscape(s) {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
+function trimZeros(text) {
+  return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
+}
+
+// Tick labels: every label carries its unit, in the same style (time in
+// µs / ms / s; rates with k / M), so one axis never mixes bare numbers
+// with unit-suffixed ones.
+function fmtTick(v, metric) {
+  const unit = metric.unit;
+  const num = (x) => trimZeros(x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  if (unit === 'µs' || unit === 'ms' || unit === 's') {
+    const us = unit === 'µs' ? v : unit === 'ms' ? v * 1e3 : v * 1e6;
+    if (us >= 1e6) return `${num(us / 1e6)} s`;
+    if (us >= 1e3) return `${num(us / 1e3)} ms`;
+    return `${num(us)} µs`;
+  }
+  if (unit === '%') return `${num(v)}%`;
+  if (v >= 1e6) return `${num(v / 1e6)}M${unit === '/s' ? '/s' : ''}`;
+  if (v >= 1e3) return `${num(v / 1e3)}k${unit === '/s' ? '/s' : ''}`;
+  return `${num(v)}${unit === '/s' ? '/s' : ''}`;
+}
+
+// Log-scale ticks inside [min, max]: denser mantissas when the range spans
+// few decades, so a fitted axis still has several labels.
 function logTicks(min, max) {
+  const decades = Math.log10(max / min);
+  const steps = decades < 0.6 ? [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]
+    : decades < 1.2 ? [1, 1.5, 2, 3, 5, 7] : decades < 3.5 ? [1, 2, 5] : [1];
   const ticks = [];
-  const lo = Math.floor(Math.log10(min));
-  const hi = Math.ceil(Math.log10(max));
-  const steps = hi - lo <= 3 ? [1, 2, 5] : [1];
-  for (let e = lo; e <= hi; e++) {
-    for (const s of steps) {
-      const v = s * 10 ** e;
-      if (v >= min / 1.0001 && v <= max * 1.0001) ticks.push(v);
+  for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+    for (const st of steps) {
+      const v = st * 10 ** e;
+      if (v >= min * 0.9999 && v <= max * 1.0001) ticks.push(v);
     }
   }
   return ticks;
 }
 
-function toSvg(suite) {
-  const W = 980;
-  const H = 480;
-  const legendW = 350;
-  const m = { top: 48, right: legendW + 20, bottom: 56, left: 74 };
-  const pw = W - m.left - m.right;
-  const ph = H - m.top - m.bottom;
-  const metrics = (suite.chartMetrics || [suite.metrics[0].id]).map((id) => suite.metrics.find((x) => x.id === id));
-  const peers = okPeers(suite);
-  const vals = [];
-  for (const p of peers) for (const x of suite.xs) for (const mt of metrics) {
-    const v = value(suite, p.id, x, mt.id);
-    if (Number.isFinite(v) && v > 0) vals.push(v);
+function sampleRange(suite, peerId, x, metricId) {
+  const d = suite.data && suite.data[peerId] && suite.data[peerId][x] && suite.data[peerId][x][metricId];
+  if (!d) return null;
+  const vs = (d.samples || [d.median]).filter((v) => Number.isFinite(v) && v > 0);
+  if (!Number.isFinite(d.median) || d.median <= 0) return null;
+  return { median: d.median, min: Math.min(d.median, ...vs), max: Math.max(d.median, ...vs), n: vs.length };
+}
+
+// Splits the suite's peers (all of them, failed and skipped included) into
+// panels of at most MAX_SERIES.
+function peerGroups(suite) {
+  const all = suite.peers.map((p) => p.id);
+  if (all.length <= MAX_SERIES) return [{ title: '', peers: all }];
+  const groups = (GROUPS[suite.name] || [])
+    .map((g) => ({ title: g.title, peers: g.peers.filter((id) => all.includes(id)) }))
+    .filter((g) => g.peers.length > 0);
+  const placed = new Set(groups.flatMap((g) => g.peers));
+  const rest = all.filter((id) => !placed.has(id));
+  if (rest.length > 0) {
+    const anchors = (suite.ratioTo || []).filter((id) => all.includes(id)).slice(0, 2);
+    const room = MAX_SERIES - anchors.length;
+    const left = rest.filter((id) => !anchors.includes(id));
+    for (let k = 0; k < left.length; k += room) {
+      groups.push({ title: groups.length ? 'other peers' : '', peers: [...anchors, ...left.slice(k, k + room)] });
+    }
   }
+  return groups;
+}
+
+function marker(shape, x, y, r, color, fill) {
+  const f = shape.endsWith('-open') ? '#ffffff' : fill;
+  const base = shape.replace('-open', '');
+  const c = (n) => n.toFixed(1);
+  if (base === 'square') return `<rect x="${c(x - r)}" y="${c(y - r)}" width="${c(2 * r)}" height="${c(2 * r)}" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
+  if (base === 'triangle') return `<path d="M${c(x)} ${c(y - r * 1.2)} L${c(x + r * 1.1)} ${c(y + r * 0.8)} L${c(x - r * 1.1)} ${c(y + r * 0.8)} Z" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
+  if (base === 'down') return `<path d="M${c(x)} ${c(y + r * 1.2)} L${c(x + r * 1.1)} ${c(y - r * 0.8)} L${c(x - r * 1.1)} ${c(y - r * 0.8)} Z" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
+  if (base === 'diamond') return `<path d="M${c(x)} ${c(y - r * 1.3)} L${c(x + r * 1.3)} ${c(y)} L${c(x)} ${c(y + r * 1.3)} L${c(x - r * 1.3)} ${c(y)} Z" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
+  return `<circle cx="${c(x)}" cy="${c(y)}" r="${c(r)}" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
+}
+
+function truncate(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}
+
+// A colour and a shape for each peer in each group, distinct within the
+// group. Peers shown in several groups (the reference rows) keep theirs in
+// all of them; the others take what those leave free.
+function seriesStyles(suite, groups) {
+  const count = {};
+  for (const g of groups) for (const id of g.peers) count[id] = (count[id] || 0) + 1;
+  const ref = (suite.ratioTo || [])[0];
+  const shared = suite.peers.map((p) => p.id).filter((id) => count[id] > 1)
+    .sort((a, b) => (b === ref) - (a === ref));
+  const fixed = {};
+  shared.forEach((id, k) => { fixed[id] = k; });
+  const style = new Map();
+  for (const g of groups) {
+    const taken = new Set(g.peers.filter((id) => id in fixed).map((id) => fixed[id]));
+    let next = 0;
+    for (const id of g.peers) {
+      let k = fixed[id];
+      if (k === undefined) {
+        while (taken.has(next)) next++;
+        k = next;
+        taken.add(k);
+      }
+      style.set(`${g.peers.join(',')}|${id}`, { color: PALETTE[k % PALETTE.length], shape: SHAPES[k % SHAPES.length] });
+    }
+  }
+  return (g, id) => style.get(`${g.peers.join(',')}|${id}`);
+}
+
+function toSvg(suite) {
+  const metrics = (suite.chartMetrics || [suite.metrics[0].id]).map((id) => suite.metrics.find((x) => x.id === id)).filter(Boolean);
+  const groups = peerGroups(suite);
+  const ref = (suite.ratioTo || [])[0];
+  const xs = suite.xs.map(Number);
+  const style = seriesStyles(suite, groups);
+  const cols = groups.length > 1 ? 2 : 1;
+  const W = 980;
+  const panelW = cols === 1 ? W : W / 2;
+  const plot = { left: 78, right: 16, top: 34, height: 230 };
+  const legendRows = Math.max(...groups.map((g) => g.peers.length));
+  const panelH = plot.top + plot.height + 44 + legendRows * 17 + 12;
+  const rows = Math.ceil(groups.length / cols) * metrics.length;
+  const headH = 46;
+  const H = headH + rows * panelH + 8;
+
   const out = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" ` +
     'font-family="Helvetica, Arial, sans-serif" font-size="12">');
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
-  out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${xmlEscape(suite.title)}</text>`);
-  if (vals.length === 0) {
-    out.push(`<text x="${W / 2}" y="${H / 2}" text-anchor="middle">no data</text></svg>`);
-    return out.join('\n');
-  }
-  let yMin = Math.min(...vals);
-  let yMax = Math.max(...vals);
-  yMin = 10 ** Math.floor(Math.log10(yMin));
-  yMax = 10 ** Math.ceil(Math.log10(yMax));
-  if (yMax / yMin < 100) { yMin /= 3.1623; yMax *= 3.1623; }
-  const xs = suite.xs.map(Number);
-  const xMin = Math.min(...xs);
-  const xMax = Math.max(...xs);
-  const lx = (x) => m.left + (xMax === xMin ? pw / 2 : ((Math.log(x) - Math.log(xMin)) / (Math.log(xMax) - Math.log(xMin))) * pw);
-  const ly = (y) => m.top + ph - ((Math.log(y) - Math.log(yMin)) / (Math.log(yMax) - Math.log(yMin))) * ph;
-  // grid and axes
-  out.push(`<g stroke="#e5e5e5" stroke-width="1">`);
-  for (const t of logTicks(yMin, yMax)) out.push(`<line x1="${m.left}" x2="${m.left + pw}" y1="${ly(t).toFixed(1)}" y2="${ly(t).toFixed(1)}"/>`);
-  for (const x of xs) out.push(`<line x1="${lx(x).toFixed(1)}" x2="${lx(x).toFixed(1)}" y1="${m.top}" y2="${m.top + ph}"/>`);
-  out.push('</g>');
-  out.push(`<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
-  for (const t of logTicks(yMin, yMax)) {
-    out.push(`<text x="${m.left - 6}" y="${(ly(t) + 4).toFixed(1)}" text-anchor="end">${xmlEscape(fmtValue(t, metrics[0]))}</text>`);
-  }
-  for (const x of xs) {
-    out.push(`<text x="${lx(x).toFixed(1)}" y="${m.top + ph + 18}" text-anchor="middle">${xmlEscape(fmtX(suite, x))}</text>`);
-  }
-  out.push(`<text x="${m.left + pw / 2}" y="${H - 16}" text-anchor="middle">${xmlEscape(suite.xLabel)} (log scale)</text>`);
-  const yLabel = metrics.map((x) => x.label).join(', ');
-  out.push(`<text transform="translate(18 ${m.top + ph / 2}) rotate(-90)" text-anchor="middle">` +
-    `${xmlEscape(yLabel)} (log scale, ${metrics[0].better} is better)</text>`);
-  // series
-  let legendY = m.top + 6;
-  const legendX = W - legendW;
-  peers.forEach((p, i) => {
-    const color = PALETTE[i % PALETTE.length];
-    const bold = p.id === (suite.ratioTo || [])[0];
-    metrics.forEach((mt, k) => {
-      const pts = xs.map((x) => [x, value(suite, p.id, x, mt.id)]).filter(([, v]) => Number.isFinite(v) && v > 0);
-      if (pts.length === 0) return;
-      const dash = k === 0 ? '' : ' stroke-dasharray="6 4"';
-      const d = pts.map(([x, v], j) => `${j ? 'L' : 'M'}${lx(x).toFixed(1)} ${ly(v).toFixed(1)}`).join(' ');
-      out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="${bold ? 3 : 1.6}"${dash}/>`);
-      for (const [x, v] of pts) {
-        out.push(`<circle cx="${lx(x).toFixed(1)}" cy="${ly(v).toFixed(1)}" r="${bold ? 3.5 : 2.6}" fill="${k === 0 ? color : '#fff'}" stroke="${color}">` +
-          `<title>${xmlEscape(`${p.label}, ${fmtX(suite, x)}: ${fmtValue(v, mt)} ${mt.label}`)}</title></circle>`);
+  out.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${xmlEscape(suite.title)}</text>`);
+  const repeats = suite.repeats ? `median of ${suite.repeats} repeats, whiskers min–max` : 'median';
+  out.push(`<text x="${W / 2}" y="38" text-anchor="middle" font-size="11" fill="#444">` +
+    `${xmlEscape(`${repeats}; log scales`)}</text>`);
+
+  metrics.forEach((mt, mi) => {
+    // The y range is fitted to this metric's data, whiskers included, with
+    // a little room: no empty decade above or below.
+    const vals = [];
+    for (const p of suite.peers) for (const x of suite.xs) {
+      const r = sampleRange(suite, p.id, x, mt.id);
+      if (r) vals.push(r.min, r.max);
+    }
+    let yMin = vals.length ? Math.min(...vals) : 1;
+    let yMax = vals.length ? Math.max(...vals) : 10;
+    const span = Math.max(Math.log10(yMax / yMin), 0.3);
+    yMin /= 10 ** (span * 0.06);
+    yMax *= 10 ** (span * 0.06);
+    const ticks = logTicks(yMin, yMax);
+    const xMin = Math.min(...xs);
+    const xMax = Math.max(...xs);
+
+    groups.forEach((g, gi) => {
+      const ox = (gi % cols) * panelW;
+      const oy = headH + (mi * Math.ceil(groups.length / cols) + Math.floor(gi / cols)) * panelH;
+      const pw = panelW - plot.left - plot.right;
+      const ph = plot.height;
+      const px = ox + plot.left;
+      const py = oy + plot.top;
+      const pad = xs.length > 1 ? 18 : 0;
+      const lx = (x) => px + (xMax === xMin ? pw / 2 : pad + ((Math.log(x) - Math.log(xMin)) / (Math.log(xMax) - Math.log(xMin))) * (pw - 2 * pad));
+      const ly = (y) => py + ph - ((Math.log(y) - Math.log(yMin)) / (Math.log(yMax) - Math.log(yMin))) * ph;
+      const title = [g.title, metrics.length > 1 ? mt.label : ''].filter(Boolean).join(' — ');
+      if (title) out.push(`<text x="${px + pw / 2}" y="${oy + 20}" text-anchor="middle" font-size="13" font-weight="bold">${xmlEscape(title)}</text>`);
+      out.push('<g stroke="#e6e6e6" stroke-width="1">');
+      for (const t of ticks) out.push(`<line x1="${px}" x2="${px + pw}" y1="${ly(t).toFixed(1)}" y2="${ly(t).toFixed(1)}"/>`);
+      for (const x of xs) out.push(`<line x1="${lx(x).toFixed(1)}" x2="${lx(x).toFixed(1)}" y1="${py}" y2="${py + ph}"/>`);
+      out.push('</g>');
+      out.push(`<rect x="${px}" y="${py}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
+      for (const t of ticks) {
+        out.push(`<text x="${px - 6}" y="${(ly(t) + 4).toFixed(1)}" text-anchor="end" font-size="11">${xmlEscape(fmtTick(t, mt))}</text>`);
+      }
+      for (const x of xs) {
+        out.push(`<text x="${lx(x).toFixed(1)}" y="${py + ph + 16}" text-anchor="middle" font-size="11">${xmlEscape(fmtX(suite, x))}</text>`);
+      }
+      out.push(`<text x="${px + pw / 2}" y="${py + ph + 32}" text-anchor="middle" font-size="11" fill="#444">${xmlEscape(suite.xLabel)}</text>`);
+      out.push(`<text transform="translate(${ox + 14} ${py + ph / 2}) rotate(-90)" text-anchor="middle" font-size="11" fill="#444">` +
+        `${xmlEscape(`${mt.label} (${mt.better} is better)`)}</text>`);
+
+      // Series: the reference row last, so it is drawn on top.
+      const order = [...g.peers].sort((a, b) => (a === ref) - (b === ref));
+      for (const id of order) {
+        const peer = suite.peers.find((p) => p.id === id);
+        if (peer.status !== 'ok') continue;
+        const { color, shape } = style(g, id);
+        const bold = id === ref;
+        const pts = xs.map((x, k) => [x, sampleRange(suite, id, suite.xs[k], mt.id)]);
+        const have = pts.filter(([, r]) => r);
+        // A gap in the line where a point is missing.
+        let d = '';
+        let pen = false;
+        for (const [x, r] of pts) {
+          if (!r) { pen = false; continue; }
+          d += `${pen ? 'L' : 'M'}${lx(x).toFixed(1)} ${ly(r.median).toFixed(1)} `;
+          pen = true;
+        }
+        if (d) out.push(`<path d="${d.trim()}" fill="none" stroke="${color}" stroke-width="${bold ? 2.8 : 1.6}"/>`);
+        for (const [x, r] of have) {
+          const cx = lx(x);
+          if (r.n > 1 && ly(r.min) - ly(r.max) > 1) {
+            out.push(`<path d="M${cx.toFixed(1)} ${ly(r.max).toFixed(1)} V${ly(r.min).toFixed(1)} M${(cx - 4).toFixed(1)} ${ly(r.max).toFixed(1)} h8 M${(cx - 4).toFixed(1)} ${ly(r.min).toFixed(1)} h8" stroke="${color}" stroke-width="1.2" fill="none"/>`);
+          }
+          out.push(`<g>${marker(shape, cx, ly(r.median), bold ? 4 : 3.2, color, color)}<title>${xmlEscape(
+            `${peer.label}, ${fmtX(suite, x)}: ${fmtValue(r.median, mt)}${r.n > 1 ? ` (min ${fmtValue(r.min, mt)}, max ${fmtValue(r.max, mt)})` : ''}`)}</title></g>`);
+        }
+        // Sizes this peer has no value for: × on the x axis.
+        for (const [x, r] of pts) {
+          if (r || have.length === 0) continue;
+          const cx = lx(x);
+          const cy = py + ph - 8;
+          out.push(`<path d="M${(cx - 4).toFixed(1)} ${cy - 4} l8 8 M${(cx + 4).toFixed(1)} ${cy - 4} l-8 8" stroke="${color}" stroke-width="2"><title>${xmlEscape(`${peer.label}, ${fmtX(suite, x)}: no result`)}</title></path>`);
+        }
+      }
+
+      // Legend under the panel: every peer of the group, failed and skipped
+      // ones marked as such.
+      let ly0 = py + ph + 50;
+      const lx0 = px - 40;
+      for (const id of g.peers) {
+        const peer = suite.peers.find((p) => p.id === id);
+        const { color, shape } = style(g, id);
+        const bold = id === ref;
+        const failed = peer.status === 'failed' || (peer.status === 'ok' && !(suite.data && suite.data[id]));
+        const skipped = peer.status === 'skipped';
+        if (failed || skipped) {
+          const mark = failed ? '#c00000' : '#777777';
+          out.push(`<path d="M${lx0 + 7} ${ly0 - 5} l8 8 M${lx0 + 15} ${ly0 - 5} l-8 8" stroke="${mark}" stroke-width="2"/>`);
+          const why = truncate(`${failed ? 'FAILED' : 'skipped'}: ${peer.reason || 'no result'}`, 70);
+          out.push(`<text x="${lx0 + 28}" y="${ly0 + 4}" font-size="11" fill="${mark}">${xmlEscape(truncate(peer.label, 40))} — ${xmlEscape(why)}</text>`);
+        } else {
+          out.push(`<line x1="${lx0}" x2="${lx0 + 22}" y1="${ly0}" y2="${ly0}" stroke="${color}" stroke-width="${bold ? 2.8 : 1.6}"/>`);
+          out.push(marker(shape, lx0 + 11, ly0, bold ? 4 : 3.2, color, color));
+          const note = peer.reason ? ` (${truncate(peer.reason, 40)})` : '';
+          out.push(`<text x="${lx0 + 28}" y="${ly0 + 4}" font-size="11"${bold ? ' font-weight="bold"' : ''}>${xmlEscape(truncate(peer.label, 60) + note)}</text>`);
+        }
+        ly0 += 17;
       }
     });
-    out.push(`<line x1="${legendX}" x2="${legendX + 22}" y1="${legendY}" y2="${legendY}" stroke="${color}" stroke-width="${bold ? 3 : 2}"/>`);
-    const text = p.label.length > 50 ? `${p.label.slice(0, 49)}…` : p.label;
-    out.push(`<text x="${legendX + 28}" y="${legendY + 4}" font-size="11"${bold ? ' font-weight="bold"' : ''}>${xmlEscape(text)}</text>`);
-    legendY += 18;
   });
-  if (metrics.length > 1) {
-    legendY += 6;
-    metrics.forEach((mt, k) => {
-      out.push(`<line x1="${legendX}" x2="${legendX + 22}" y1="${legendY}" y2="${legendY}" stroke="#333" stroke-width="2"${k ? ' stroke-dasharray="6 4"' : ''}/>`);
-      out.push(`<text x="${legendX + 28}" y="${legendY + 4}">${xmlEscape(mt.label)}</text>`);
-      legendY += 18;
-    });
-  }
   out.push('</svg>');
   return out.join('\n');
 }
@@ -305,13 +475,16 @@ function localDate(d = new Date()) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
 }
 
-// Writes results.json, results.md and <suite>.svg into dir; returns the paths.
-function writeReport(results, dir) {
+// Writes results.json (unless json is false: re-rendering a run in its own
+// directory), results.md and <suite>.svg into dir; returns the paths.
+function writeReport(results, dir, { json = true } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   const files = [];
-  const json = path.join(dir, 'results.json');
-  fs.writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
-  files.push(json);
+  if (json) {
+    const file = path.join(dir, 'results.json');
+    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    files.push(file);
+  }
   const md = path.join(dir, 'results.md');
   let text = toMarkdown(results);
   const charts = [];
@@ -328,4 +501,4 @@ function writeReport(results, dir) {
   return files;
 }
 
-module.exports = { writeReport, toMarkdown, suiteMarkdown, toSvg, histogramText, localDate, fmtValue };
+module.exports = { writeReport, toMarkdown, suiteMarkdown, toSvg, histogramText, localDate, fmtValue, fmtTick, logTicks, peerGroups, seriesStyles, MAX_SERIES };

@@ -131,7 +131,7 @@ async function plan({ quick, repeats, log, tmp }) {
   if (redis.skip) log(`  roundtrip: Redis skipped: ${redis.skip}`);
   if (zmqSkip) log(`  roundtrip: ZeroMQ skipped: ${zmqSkip}`);
   if (natsServer.skip) log(`  roundtrip: NATS skipped: ${natsServer.skip}`);
-  if (!node26) log('  roundtrip: Node 26 row skipped: .nodes/26/bin/node not found (scripts/setup-nodes.sh 26 installs it)');
+  if (!node26) log(`  roundtrip: Node 26 row skipped: ${harness.missingNode(26)}`);
   const ring = buildC(tmp, 'ring');
   if (ring.skip) log(`  roundtrip: C references skipped: ${ring.skip}`);
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
@@ -141,7 +141,7 @@ async function plan({ quick, repeats, log, tmp }) {
     if (p.id === 'nats' && natsServer.skip) out.skip = natsServer.skip;
     if (p.reference && ring.skip) out.skip = ring.skip;
     if (p.id === 'node26-advanced') {
-      if (!node26) out.skip = 'Node 26 not installed (.nodes/26/bin/node; scripts/setup-nodes.sh 26)';
+      if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
     }
     return out;

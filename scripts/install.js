@@ -2,18 +2,28 @@
 // npm's install hook. A prebuilt binary for this platform and Node line
 // (prebuilds/<platform>-<arch>/procwire.abi<ABI>.node, shipped in the
 // package) needs nothing more. Without one that loads, the addon is built
-// from source (node-gyp, a C++ compiler and Python); if that fails too, the
-// install still succeeds and procwire runs on its pure-JavaScript fallback
-// (procwire.native === false), saying so once at run time.
+// from source (node-gyp, a C++ compiler, make and Python); if that cannot
+// be done, the install still succeeds and procwire runs on its
+// pure-JavaScript fallback (procwire.native === false), saying so once at
+// run time.
+//
+// Whatever happens, the install prints one line: node-gyp's own output goes
+// to a log file, named in that line when the build fails, because forty
+// lines of `gyp ERR!` bury the one fact a user needs (it still works, only
+// slower) and read like a failed install.
 //
 //   PROCWIRE_BUILD_FROM_SOURCE=1   skip the prebuilt binary
+//   PROCWIRE_INSTALL_VERBOSE=1     show node-gyp's output as it runs
 
+const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
 
 const root = path.join(__dirname, '..');
-const prebuild = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`,
-  `procwire.abi${process.versions.modules}.node`);
+const target = `${process.platform}-${process.arch}`;
+const prebuild = path.join(root, 'prebuilds', target, `procwire.abi${process.versions.modules}.node`);
+const what = `${target} Node ${process.versions.node} (ABI ${process.versions.modules})`;
+const fallback = 'procwire will use its pure-JavaScript fallback (same API and wire format, lower throughput)';
 
 function prebuildLoads() {
   try {
@@ -24,21 +34,61 @@ function prebuildLoads() {
   }
 }
 
-if (process.env.PROCWIRE_BUILD_FROM_SOURCE !== '1' && prebuildLoads()) {
-  console.log(`procwire: using the prebuilt addon for Node ${process.versions.node} (${path.relative(root, prebuild)})`);
-  process.exit(0);
+// Finds an executable on PATH without running it.
+function onPath(name) {
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue;
+    try {
+      fs.accessSync(path.join(dir, name), fs.constants.X_OK);
+      return true;
+    } catch {}
+  }
+  return false;
 }
 
-// npm puts node-gyp on PATH for lifecycle scripts; npm_config_node_gyp names
-// its script when set.
-const gypScript = process.env.npm_config_node_gyp;
-const r = gypScript
-  ? spawnSync(process.execPath, [gypScript, 'rebuild'], { cwd: root, stdio: 'inherit' })
-  : spawnSync('node-gyp', ['rebuild'], { cwd: root, stdio: 'inherit' });
-if (r.status === 0) process.exit(0);
+function main() {
+  if (process.env.PROCWIRE_BUILD_FROM_SOURCE !== '1' && prebuildLoads()) {
+    console.log(`procwire: using the prebuilt addon for Node ${process.versions.node} (${path.relative(root, prebuild)})`);
+    return;
+  }
+  const reason = process.env.PROCWIRE_BUILD_FROM_SOURCE === '1'
+    ? 'PROCWIRE_BUILD_FROM_SOURCE=1'
+    : fs.existsSync(prebuild) ? `the prebuilt addon for ${what} does not load` : `no prebuilt addon for ${what}`;
 
-const why = r.error ? r.error.message : `node-gyp exited with ${r.status === null ? r.signal : r.status}`;
-console.warn(`procwire: no prebuilt addon for ${process.platform}-${process.arch} Node ${process.versions.node} ` +
-  `(ABI ${process.versions.modules}) and the source build failed (${why}). procwire will use its ` +
-  'pure-JavaScript fallback: same API and wire format, lower throughput.');
-process.exit(0);
+  // Without a compiler node-gyp can only fail, after perhaps downloading
+  // Node's headers first: say so at once instead.
+  const cxx = process.env.CXX ? onPath(process.env.CXX) || fs.existsSync(process.env.CXX)
+    : ['c++', 'g++', 'clang++'].some(onPath);
+  if (!cxx || !onPath('make')) {
+    console.warn(`procwire: ${reason} and no C++ compiler/make to build one; ${fallback}.`);
+    return;
+  }
+
+  // npm puts node-gyp on PATH for lifecycle scripts; npm_config_node_gyp
+  // names its script when set.
+  const gypScript = process.env.npm_config_node_gyp;
+  const [file, args] = gypScript ? [process.execPath, [gypScript, 'rebuild']] : ['node-gyp', ['rebuild']];
+  const verbose = process.env.PROCWIRE_INSTALL_VERBOSE === '1';
+  const r = spawnSync(file, args, {
+    cwd: root,
+    stdio: verbose ? 'inherit' : 'pipe',
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  if (r.status === 0) {
+    console.log(`procwire: ${reason}; built the addon from source`);
+    return;
+  }
+  const why = r.error ? r.error.message : `node-gyp exited with ${r.status === null ? r.signal : r.status}`;
+  let where = '';
+  if (!verbose) {
+    const log = path.join(root, 'build-install.log');
+    try {
+      fs.writeFileSync(log, `$ ${file} ${args.join(' ')}\n${r.stdout || ''}${r.stderr || ''}`);
+      where = `; log: ${log}`;
+    } catch {}
+  }
+  console.warn(`procwire: ${reason} and the source build failed (${why}${where}); ${fallback}.`);
+}
+
+main();

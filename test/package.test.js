@@ -6,6 +6,12 @@
 // the prebuilt addon. Then the prebuilt binary of one line is removed and the
 // same round trip must still work, through the pure-JS fallback.
 //
+// Every shipped binary (linux-x64 and linux-arm64) must need no glibc symbol
+// version newer than GLIBC_2.28 and no libstdc++ at all (objdump -T), and
+// the arm64 one passes the fork round trip under qemu-user with the npm
+// registry's arm64 node (scripts/setup-toolchain.sh installs both). A
+// package whose build fails without a compiler says so in one line.
+//
 // Slow (it builds and installs), so it runs once: on the machine's Node 20
 // line of the suite (scripts/test.sh runs every file on 20, 22, 24 and 26).
 //   PROCWIRE_PACK_TEST=0   skip it
@@ -19,6 +25,9 @@ const path = require('path');
 
 const ROOT = path.join(__dirname, '..');
 const STEP_TIMEOUT = 10 * 60_000;
+// The arm64 Node line the qemu round trip runs on (one line keeps the
+// download and the emulated run short).
+const ARM64_NODE = process.env.PROCWIRE_ARM64_NODE || '20';
 
 function skipReason() {
   if (process.env.PROCWIRE_PACK_TEST === '0') return 'PROCWIRE_PACK_TEST=0';
@@ -38,6 +47,25 @@ function npmCli() {
   return candidates.find((f) => fs.existsSync(f));
 }
 
+const MAX_GLIBC = '2.28';
+
+function versionLess(a, b) {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    if ((pa[i] || 0) !== (pb[i] || 0)) return (pa[i] || 0) < (pb[i] || 0);
+  }
+  return false;
+}
+
+// The symbol versions a binary needs from glibc and the C++ runtime.
+function symbolVersions(file) {
+  const text = childProcess.execFileSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const glibc = [...new Set([...text.matchAll(/\(GLIBC_([0-9.]+)\)/g)].map((m) => m[1]))];
+  const cxx = [...new Set([...text.matchAll(/\((GLIBCXX|CXXABI)_[0-9.]+\)/g)].map((m) => m[0]))];
+  return { glibc, newest: glibc.reduce((a, b) => (versionLess(a, b) ? b : a), '0'), cxx };
+}
+
 function run(file, args, options) {
   const t0 = process.hrtime.bigint();
   const r = childProcess.spawnSync(file, args, { encoding: 'utf8', timeout: STEP_TIMEOUT, maxBuffer: 64 << 20, ...options });
@@ -54,18 +82,20 @@ function run(file, args, options) {
 const ROUND_TRIP = `
 const procwire = require('procwire');
 if (process.argv[2] === 'child') {
-  procwire.parent.respond((v) => ({ echo: v, native: procwire.native }));
+  procwire.parent.respond((v) => ({ echo: v, native: procwire.native, arch: process.arch }));
   procwire.parent.on('message', (m) => procwire.parent.send({ back: m }));
   return;
 }
 (async () => {
   const esm = await import('procwire');
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
+  // Under qemu-user without binfmt_misc the child must be started through
+  // the same wrapper as this process.
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', execPath: process.env.RT_EXEC_PATH || process.execPath });
   const reply = await child.request({ buf: Buffer.from('hi') }, { timeout: 20000 });
   const back = await new Promise((resolve) => { child.once('message', resolve); child.send([1, 'two']); });
   child.disconnect();
   console.log(JSON.stringify({
-    version: process.version, native: procwire.native, childNative: reply.native,
+    version: process.version, arch: process.arch, native: procwire.native, childNative: reply.native, childArch: reply.arch,
     buf: Buffer.isBuffer(reply.echo.buf) && reply.echo.buf.toString(), back: back.back,
     esm: typeof esm.fork === 'function' && esm.native === procwire.native,
   }));
@@ -96,8 +126,23 @@ test('the packed tarball installs without a compiler and runs on every Node line
   t.diagnostic(`tarball ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked, ${files.length} files (npm pack incl. prebuild: ${Math.round(packed.ms)} ms)`);
   for (const { node } of lines) {
     const abi = run(node, ['-p', 'process.versions.modules']).stdout.trim();
-    assert.ok(files.includes(`prebuilds/linux-x64/procwire.abi${abi}.node`), `no prebuild for ABI ${abi} in the tarball`);
+    for (const arch of ['x64', 'arm64']) {
+      assert.ok(files.includes(`prebuilds/linux-${arch}/procwire.abi${abi}.node`), `no linux-${arch} prebuild for ABI ${abi} in the tarball`);
+    }
   }
+
+  // Every shipped binary loads on glibc 2.28 and needs no libstdc++.
+  const unpacked = path.join(tmp, 'unpacked');
+  fs.mkdirSync(unpacked);
+  run('tar', ['-xzf', tarball, '-C', unpacked]);
+  const binaries = files.filter((f) => f.endsWith('.node'));
+  for (const f of binaries) {
+    const v = symbolVersions(path.join(unpacked, 'package', f));
+    assert.ok(!versionLess(MAX_GLIBC, v.newest), `${f} needs GLIBC_${v.newest} (at most ${MAX_GLIBC}): ${v.glibc.join(', ')}`);
+    assert.deepStrictEqual(v.cxx, [], `${f} needs the C++ runtime's symbol versions`);
+  }
+  t.diagnostic(`${binaries.length} binaries, newest glibc symbol version needed: ` +
+    `${binaries.map((f) => symbolVersions(path.join(unpacked, 'package', f)).newest).reduce((a, b) => (versionLess(a, b) ? b : a), '0')}`);
   for (const f of files) {
     assert.ok(!/^(test|build|\.build|\.nodes|bench-results|fuzz|node_modules)\//.test(f), `${f} must not be in the tarball`);
     assert.ok(!/\.(o|a|log|tgz)$/.test(f), `${f} must not be in the tarball`);
@@ -147,4 +192,88 @@ test('the packed tarball installs without a compiler and runs on every Node line
     { native: false, childNative: false, buf: 'hi', back: [1, 'two'] }, `Node ${last.major} without its prebuild`);
   assert.match(r.text, /PROCWIRE_FALLBACK/, 'the fallback says so');
   t.diagnostic(`Node ${last.major} without its prebuild: fallback in use (native ${out.native})`);
+
+  // The install hook on that line, with no prebuilt binary for it: one line,
+  // whether there is no compiler at all or the source build fails.
+  const pkgDir = path.join(project, 'node_modules', 'procwire');
+  const installJs = path.join(pkgDir, 'scripts', 'install.js');
+  const noCompiler = run(last.node, [installJs], { cwd: pkgDir, env: { HOME: process.env.HOME, PATH: path.join(tmp, `bin-${last.major}`) } });
+  const said = noCompiler.text.split('\n').filter((l) => l.trim());
+  assert.strictEqual(said.length, 1, `one line, got:\n${noCompiler.text}`);
+  assert.match(said[0], /^procwire: no prebuilt addon for linux-x64 Node .* and no C\+\+ compiler\/make to build one; procwire will use its pure-JavaScript fallback/);
+  const tools = ['c++', 'make'].map((tool) => [tool, ['/usr/bin', '/usr/local/bin'].map((d) => path.join(d, tool)).find((f) => fs.existsSync(f))]);
+  const gyp = path.join(path.dirname(cli), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  if (tools.every(([, f]) => f) && fs.existsSync(gyp)) {
+    // A compiler but no Python: node-gyp fails (its configured Python is
+    // checked alone, so it never searches further or downloads anything).
+    const shim = path.join(tmp, 'bin-compiler');
+    fs.mkdirSync(shim);
+    for (const [tool, f] of tools) fs.symlinkSync(f, path.join(shim, tool));
+    fs.symlinkSync(last.node, path.join(shim, 'node'));
+    fs.symlinkSync('/bin/sh', path.join(shim, 'sh'));
+    const failed = run(last.node, [installJs], {
+      cwd: pkgDir,
+      env: { HOME: process.env.HOME, PATH: shim, npm_config_node_gyp: gyp, npm_config_python: path.join(tmp, 'no-python3') },
+    });
+    const lines1 = failed.text.split('\n').filter((l) => l.trim());
+    assert.strictEqual(lines1.length, 1, `one line, got:\n${failed.text}`);
+    assert.doesNotMatch(failed.text, /gyp ERR!/);
+    const m = /^procwire: no prebuilt addon .* and the source build failed \(node-gyp exited with 1; log: (.+)\); procwire will use its pure-JavaScript fallback/.exec(lines1[0]);
+    assert.ok(m, lines1[0]);
+    assert.match(fs.readFileSync(m[1], 'utf8'), /gyp ERR!/);
+    t.diagnostic(`install without its prebuild: "${said[0]}" / "${lines1[0]}"`);
+  } else {
+    t.diagnostic('no c++/make on this machine: the failing source build case is not tested');
+  }
+
+  // linux-arm64: the binary from the tarball, in the npm registry's arm64
+  // node under qemu-user, a fork round trip whose child runs there too.
+  const arm = run('bash', [path.join(ROOT, 'scripts', 'setup-toolchain.sh'), 'arm64', ARM64_NODE], { cwd: ROOT, env });
+  t.diagnostic(`arm64 toolchain and node ${ARM64_NODE}: ${Math.round(arm.ms)} ms`);
+  const runNode = path.join(ROOT, '.toolchain', 'node-arm64', ARM64_NODE, 'run-node');
+  const armProject = path.join(tmp, 'project-arm64');
+  const armPkg = path.join(armProject, 'node_modules', 'procwire');
+  fs.mkdirSync(armPkg, { recursive: true });
+  run('tar', ['-xzf', tarball, '-C', armPkg, '--strip-components=1']);
+  fs.writeFileSync(path.join(armProject, 'rt.js'), ROUND_TRIP);
+  // Its JavaScript dependencies are the same on every CPU.
+  const armEnv = { HOME: process.env.HOME, PATH: process.env.PATH, NODE_PATH: path.join(ROOT, 'node_modules'), RT_EXEC_PATH: runNode };
+  const armInstall = run(runNode, [path.join(armPkg, 'scripts', 'install.js')], { cwd: armPkg, env: armEnv });
+  assert.match(armInstall.text, /using the prebuilt addon .*prebuilds\/linux-arm64\//, armInstall.text);
+  const armRt = run(runNode, ['rt.js'], { cwd: armProject, env: armEnv });
+  const armOut = JSON.parse(armRt.stdout.trim().split('\n').pop());
+  assert.deepStrictEqual({ arch: armOut.arch, childArch: armOut.childArch, native: armOut.native, childNative: armOut.childNative, buf: armOut.buf, back: armOut.back },
+    { arch: 'arm64', childArch: 'arm64', native: true, childNative: true, buf: 'hi', back: [1, 'two'] }, 'arm64 under qemu');
+  t.diagnostic(`arm64 Node ${armOut.version} under qemu: fork round trip with the prebuilt addon in ${Math.round(armRt.ms)} ms`);
+});
+
+// `npm pack --pack-destination DIR` in a fresh clone: npm hands its settings
+// (the destination among them) to the prepack script, whose own download of
+// another Node line's headers must still land where it looks for them. One
+// line and one CPU keep the build short; the clone shares this checkout's
+// installed toolchain.
+test('npm pack --pack-destination works in a fresh clone', { skip: skipReason(), timeout: 15 * 60_000 }, (t) => {
+  const cli = npmCli();
+  assert.ok(cli, 'npm-cli.js not found');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-clone-'));
+  t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const clone = path.join(tmp, 'clone');
+  run('git', ['clone', '-q', '--no-hardlinks', ROOT, clone]);
+  // This checkout's uncommitted scripts are what is under test.
+  for (const f of ['scripts/prebuild.sh', 'scripts/setup-toolchain.sh', 'scripts/setup-nodes.sh', 'package.json']) {
+    fs.copyFileSync(path.join(ROOT, f), path.join(clone, f));
+  }
+  run('bash', [path.join(ROOT, 'scripts', 'setup-toolchain.sh')], { cwd: ROOT });
+  fs.symlinkSync(path.join(ROOT, '.toolchain'), path.join(clone, '.toolchain'));
+  assert.ok(!fs.existsSync(path.join(clone, '.nodes')), 'a fresh clone has no other Node lines');
+  const dest = path.join(tmp, 'dest');
+  fs.mkdirSync(dest);
+  const env = { ...process.env, PROCWIRE_PREBUILD_NODES: '22', PROCWIRE_PREBUILD_ARCHS: 'x64' };
+  delete env.PROCWIRE_ADDON;
+  const packed = run(process.execPath, [cli, 'pack', '--json', '--pack-destination', dest], { cwd: clone, env });
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[')))[0];
+  assert.deepStrictEqual(fs.readdirSync(dest), [info.filename], 'only the package lands in the destination');
+  const abi = run(path.join(clone, '.nodes', '22', 'bin', 'node'), ['-p', 'process.versions.modules']).stdout.trim();
+  assert.ok(info.files.some((f) => f.path === `prebuilds/linux-x64/procwire.abi${abi}.node`), 'the Node 22 prebuild is packed');
+  t.diagnostic(`fresh clone: npm pack --pack-destination incl. Node 22 download and build: ${Math.round(packed.ms)} ms`);
 });

@@ -12,31 +12,66 @@ function procwireVersion() {
   try { return require(path.join(harness.ROOT, 'package.json')).version; } catch { return '?'; }
 }
 
-// Every run of one bench uses the same addon binary: a copy of the built
-// one, taken at the start (a rebuild during the run cannot mix binaries or
-// leave a run without one). Drivers and their children inherit
-// PROCWIRE_ADDON, which lib/native.js loads first. A user's own
+// Every run of one bench uses the same addon binary: a copy of the one
+// lib/native.js would load (the shipped prebuilt binary for this Node line,
+// else a source build), taken at the start (a rebuild during the run cannot
+// mix binaries or leave a run without one). Drivers and their children
+// inherit PROCWIRE_ADDON, which lib/native.js loads first. A user's own
 // PROCWIRE_ADDON is left alone.
 async function pinAddon(tmp, log) {
-  if (process.env.PROCWIRE_ADDON) return;
+  if (process.env.PROCWIRE_ADDON || process.env.PROCWIRE_FORCE_FALLBACK === '1') return;
   const fs = require('fs');
-  const built = path.join(harness.ROOT, 'build', 'Release', 'procwire.node');
+  const candidates = [
+    path.join(harness.ROOT, 'prebuilds', `${process.platform}-${process.arch}`, `procwire.abi${process.versions.modules}.node`),
+    path.join(harness.ROOT, 'build', 'Release', 'procwire.node'),
+  ];
   const copy = path.join(tmp, 'procwire.node');
-  // A build that is being replaced right now gets a few seconds to finish.
-  for (let attempt = 0; attempt < 10; attempt++) {
-    try {
-      fs.copyFileSync(built, copy);
-      require(copy);
-      process.env.PROCWIRE_ADDON = copy;
-      return;
-    } catch (err) {
-      if (attempt === 9 || (err.code === 'ENOENT' && !fs.existsSync(path.dirname(built)))) {
-        log(`note: procwire's addon is not pinned (${String(err.message).split('\n')[0]}); procwire rows may fail`);
+  const problems = [];
+  for (const source of candidates) {
+    // A build that is being replaced right now gets a few seconds to finish.
+    for (let attempt = 0; ; attempt++) {
+      if (!fs.existsSync(source)) break;
+      try {
+        fs.copyFileSync(source, copy);
+        require(copy);
+        process.env.PROCWIRE_ADDON = copy;
         return;
+      } catch (err) {
+        // Built for another Node line: waiting will not change that.
+        const otherLine = /NODE_MODULE_VERSION|different Node\.js version/.test(String(err.message));
+        if (otherLine || attempt === 9) {
+          const message = otherLine ? 'built for another Node line' : String(err.message).split('\n')[0];
+          problems.push(`${path.relative(harness.ROOT, source)}: ${message}`);
+          break;
+        }
+        await harness.sleep(3000);
       }
-      await harness.sleep(3000);
     }
   }
+  log(`note: no procwire addon for this platform and Node line${problems.length ? ` loads (${problems.join('; ')})` : ''}: ` +
+    'procwire rows use the pure-JavaScript fallback');
+}
+
+// Off a terminal (a CI log, a pipe) the progress bar would be noise or, as
+// before, nothing at all: instead one plain line per run as it starts.
+class PlainProgress extends harness.Progress {
+  constructor(stream = process.stderr) {
+    super(0, { stream, enabled: false });
+    this.lastLabel = '';
+  }
+
+  set(label) {
+    this.label = label;
+    if (label === this.lastLabel) return;
+    this.lastLabel = label;
+    const elapsed = Math.round((Date.now() - this.start) / 1000);
+    const pct = Math.floor((this.done / this.total) * 100);
+    this.stream.write(`[${String(pct).padStart(3)}% ${String(elapsed).padStart(4)}s] ${label}\n`);
+  }
+}
+
+function makeProgress() {
+  return process.stderr.isTTY ? new harness.Progress(0) : new PlainProgress();
 }
 
 // options: { quick, suites: [names], out (dir or null), repeats, args, print }
@@ -47,7 +82,7 @@ async function runBench(options) {
     if (!SUITES.includes(n)) throw new Error(`unknown suite "${n}" (suites: ${SUITES.join(', ')})`);
   }
   const started = Date.now();
-  const progress = new harness.Progress(0);
+  const progress = makeProgress();
   const log = (msg) => progress.log(msg);
   const tmp = harness.makeTempDir();
   const results = {
@@ -114,18 +149,71 @@ async function runBench(options) {
   return results;
 }
 
+// A path as the user would type it: relative below the working directory,
+// absolute elsewhere.
+function shortPath(file) {
+  const rel = path.relative(process.cwd(), file);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+}
+
+// A mistake on the command line: exit status 2 and the usage text.
+class UsageError extends Error {}
+
+// The options `procwire bench` and `node bench/<suite>.js` take, each checked:
+// a misspelt option or a value that is not a number must not silently run
+// the default benchmark for minutes.
+const OPTIONS = {
+  quick: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  suite: { type: 'string' },
+  out: { type: 'string' },
+  repeats: { type: 'string' },
+  workers: { type: 'string' },
+  concurrency: { type: 'string' },
+};
+const LIMITS = { repeats: [1, 1000], workers: [1, 256], concurrency: [1, 100000] };
+
+function parseBenchArgs(argv, { suites = true } = {}) {
+  let parsed;
+  try {
+    parsed = require('util').parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false });
+  } catch (err) {
+    throw new UsageError(String(err.message).split('\n')[0].replace(/\. To specify a positional argument.*$/, ''));
+  }
+  const args = { ...parsed.values };
+  for (const [name, [min, max]] of Object.entries(LIMITS)) {
+    if (args[name] === undefined) continue;
+    const text = args[name];
+    const n = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got "${text}")`);
+    }
+    args[name] = n;
+  }
+  if (args.suite !== undefined) {
+    if (!suites) throw new UsageError('--suite is for `procwire bench`: this script runs one suite');
+    const names = args.suite.split(',').map((x) => x.trim()).filter(Boolean);
+    const unknown = names.filter((n) => !SUITES.includes(n));
+    if (names.length === 0 || unknown.length > 0) {
+      throw new UsageError(`unknown suite "${unknown[0] || args.suite}" (suites: ${SUITES.join(', ')})`);
+    }
+    args.suites = names;
+  }
+  if (args.out !== undefined && args.out === '') throw new UsageError('--out needs a directory');
+  return args;
+}
+
 async function benchCommand(argv) {
-  const args = harness.parseArgs(argv);
-  if (args.help || args.h) {
+  const args = parseBenchArgs(argv);
+  if (args.help) {
     process.stdout.write(usage());
     return 0;
   }
-  const suites = typeof args.suite === 'string' ? args.suite.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
   const report = require('../report');
   const results = await runBench({
     quick: Boolean(args.quick),
-    suites,
-    repeats: args.repeats ? Number(args.repeats) : undefined,
+    suites: args.suites,
+    repeats: args.repeats,
     args,
   });
   const out = typeof args.out === 'string'
@@ -133,7 +221,7 @@ async function benchCommand(argv) {
     : path.resolve('bench-results', results.date);
   const files = report.writeReport(results, out);
   process.stdout.write(`${report.toMarkdown(results)}\n`);
-  process.stderr.write(`\nwrote ${files.map((f) => path.relative(process.cwd(), f) || f).join(', ')}\n`);
+  process.stderr.write(`\nwrote ${files.map(shortPath).join(', ')}\n`);
   return 0;
 }
 
@@ -141,20 +229,37 @@ function usage() {
   return [
     'usage:',
     '  procwire bench [--quick] [--suite codec,roundtrip,master-worker,latency,bulk] [--out dir] [--repeats n]',
+    '                 [--workers n] [--concurrency n]',
     '      runs the suites (default: all, full grid; --quick: under 3 minutes) and writes',
     '      <out or bench-results/YYYY-MM-DD>/results.json, results.md and one SVG per suite',
-    '  procwire stats <results.json>',
+    '  procwire report <results.json | dir> [--out dir]',
+    '      writes results.md and the SVG charts again from a run\'s results.json (into its directory,',
+    '      or --out)',
+    '  procwire stats <results.json | dir>',
     '      prints the message-size histograms recorded in a run',
+    '  procwire --version | --help',
     '',
   ].join('\n');
 }
 
 // `node bench/<suite>.js [--quick] [--out dir]`: that suite alone, tables on stdout.
 function standalone(name) {
-  const args = harness.parseArgs(process.argv.slice(2));
+  let args;
+  try {
+    args = parseBenchArgs(process.argv.slice(2), { suites: false });
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`bench/${name}.js: ${err.message}\nusage: node bench/${name}.js [--quick] [--repeats n] [--out dir]\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (args.help) {
+    process.stdout.write(`usage: node bench/${name}.js [--quick] [--repeats n] [--out dir]\n`);
+    return;
+  }
   const report = require('../report');
   // Deferred: the suite file that called us must finish loading first.
-  setImmediate(() => runBench({ quick: Boolean(args.quick), suites: [name], repeats: args.repeats ? Number(args.repeats) : undefined, args })
+  setImmediate(() => runBench({ quick: Boolean(args.quick), suites: [name], repeats: args.repeats, args })
     .then((results) => {
       process.stdout.write(`${report.suiteMarkdown(results.suites[name])}\n`);
       if (typeof args.out === 'string') {
@@ -168,4 +273,4 @@ function standalone(name) {
     }));
 }
 
-module.exports = { runBench, benchCommand, standalone, usage, SUITES };
+module.exports = { shortPath, runBench, benchCommand, standalone, usage, parseBenchArgs, UsageError, SUITES };

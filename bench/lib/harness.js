@@ -338,15 +338,29 @@ function histogramArrays(h) {
 
 // ---- misc --------------------------------------------------------------------------
 
-// Another Node line installed by scripts/setup-nodes.sh, if present.
+// Another Node line: $PROCWIRE_BENCH_NODE<major> (a node binary), or the one
+// a source checkout's scripts/setup-nodes.sh installs in .nodes/, if present.
 function otherNode(major) {
-  const file = path.join(ROOT, '.nodes', String(major), 'bin', 'node');
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return file;
-  } catch {
-    return null;
+  const files = [process.env[`PROCWIRE_BENCH_NODE${major}`], path.join(ROOT, '.nodes', String(major), 'bin', 'node')];
+  for (const file of files.filter(Boolean)) {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {}
   }
+  return null;
+}
+
+// How to get a missing piece: a script of the source checkout is named only
+// when it is there (an installed package ships none of them).
+function setupHint(script, otherwise) {
+  return fs.existsSync(path.join(ROOT, script.split(' ')[0])) ? `${script} installs it` : otherwise;
+}
+
+// Why a row that needs another Node line is skipped.
+function missingNode(major) {
+  return `Node ${major} not found (set PROCWIRE_BENCH_NODE${major}=/path/to/node; ` +
+    `${setupHint(`scripts/setup-nodes.sh ${major}`, `any Node ${major} binary will do`)})`;
 }
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
@@ -405,6 +419,8 @@ module.exports = {
   untrackPid,
   cleanupSync,
   otherNode,
+  setupHint,
+  missingNode,
   sleep,
   now,
   fmtSize,

@@ -12,10 +12,9 @@
 // waits for, so no measurement includes process start-up.
 
 const childProcess = require('child_process');
-const fs = require('fs');
 const net = require('net');
 const path = require('path');
-const { ROOT } = require('./harness');
+const { ROOT, setupHint } = require('./harness');
 
 const PEERS_DIR = path.join(__dirname, '..', 'peers');
 const SOCKET_ECHO = path.join(PEERS_DIR, 'socket-echo.js');
@@ -128,13 +127,11 @@ async function finishChannelPeer(t, peerId, child, server, getChannel, setReady)
   return t;
 }
 
-function makeCertificate(dir) {
-  const keyFile = path.join(dir, `tls-${process.pid}-key.pem`);
-  const certFile = path.join(dir, `tls-${process.pid}-cert.pem`);
-  childProcess.execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
-    '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=procwire-bench',
-    '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) };
+// The TLS row's certificate ships with the benchmark (bench/lib/test-cert.js):
+// making one at run time would need an openssl binary.
+function makeCertificate() {
+  const { key, cert } = require('./test-cert');
+  return { key: Buffer.from(key), cert: Buffer.from(cert) };
 }
 
 async function openProcwireSocket(peerId, ctx) {
@@ -145,8 +142,8 @@ async function openProcwireSocket(peerId, ctx) {
   const address = peerId === 'procwire-unix'
     ? `bench-${process.pid}`            // a named channel, in PROCWIRE_DIR (the run's temp dir)
     : { port: 0, host: '127.0.0.1' };
-  // TCP + TLS: a throwaway self-signed certificate made with openssl.
-  const tlsFiles = peerId === 'procwire-tls' ? makeCertificate(ctx.tmp) : null;
+  // TCP + TLS: the benchmark's self-signed test certificate.
+  const tlsFiles = peerId === 'procwire-tls' ? makeCertificate() : null;
   const listenOptions = tlsFiles ? { tls: { key: tlsFiles.key, cert: tlsFiles.cert } } : {};
   let channel = null;
   let readyCb = null;
@@ -328,7 +325,10 @@ async function natsEcho(url, subject) {
 async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {}) {
   const { findExecutable, freePort, stopper } = require('./servers');
   const bin = findExecutable('nats-server');
-  if (!bin) return { skip: 'nats-server is not installed (Debian: apt-get install nats-server; scripts/setup.sh installs it)' };
+  if (!bin) {
+    const hint = setupHint('scripts/setup.sh', '');
+    return { skip: `nats-server is not installed (Debian: apt-get install nats-server${hint ? `; ${hint}` : ''})` };
+  }
   const port = await freePort();
   const log = path.join(dir, 'nats-server.log');
   const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-l', log], { stdio: 'ignore', detached: true });
