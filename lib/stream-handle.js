@@ -16,6 +16,8 @@
 // confirmed so far, and onwrite(total) follows each write's callback, which
 // is how backpressure reaches Channel.send().
 
+const { makeError } = require('./errors');
+
 const FORMAT = { advanced: 0, json: 1 };
 const HEAD = 9;
 const BUCKETS = 32;
@@ -150,7 +152,10 @@ class StreamHandle {
       this._histogramIn[sizeBucket(Math.floor(chunk.length / frames))] += frames;
     }
     if (frames > 0) {
-      this._cb.onread(messages, errors);
+      let frameBytes = 0;
+      for (let i = 0; i < sizes.length; i++) frameBytes += sizes[i];
+      if (sizes.length !== frames) frameBytes = chunk.length;
+      this._cb.onread(messages, errors, 0, 0, frameBytes);
       if (this._closed) return;
     }
     if (fatal !== undefined) this._end(0, fatal);
@@ -159,14 +164,32 @@ class StreamHandle {
   // The stream ended (0), failed (-errno) or was found corrupt (err): once.
   _end(status, err) {
     if (this._ended || this._closed) return;
+    if (status === 0 && err === undefined && this._framer.buffering() > 0) {
+      // The peer closed in the middle of a frame: say a message was lost.
+      err = makeError('ERR_PROCWIRE_FRAME_TRUNCATED',
+        `the peer closed the stream in the middle of a frame: ${this._framer.buffering()} bytes of a partial message were lost`);
+    }
     this._ended = true;
     if (this._stream !== null) this._stream.pause();
     this._cb.onend(status, err);
   }
 
-  // write(value) -> total bytes ever queued
+  // The largest payload accepted from now on (see NativeChannel's). false:
+  // a frame already buffered is over it.
+  setMaxMessageSize(max) {
+    this._max = max;
+    return typeof this._framer.setMaxMessageSize === 'function' ? this._framer.setMaxMessageSize(max) !== false : true;
+  }
+
+  // write(value) -> total bytes ever queued. A message over maxMessageSize
+  // is refused before anything is queued, as by the addon.
   write(value) {
     const frame = this._encode(this._format, value);
+    const payload = frame.length - (this._format === 1 ? 1 : 4);
+    if (payload > this._max) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${payload} bytes exceeds maxMessageSize (${this._max} bytes); nothing was sent`);
+    }
     this._counters.messagesOut++;
     this._histogramOut[sizeBucket(frame.length)]++;
     this._enqueue(frame);
