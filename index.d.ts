@@ -267,6 +267,11 @@ export interface AuthOptions {
 
 export interface ListenOptions extends ChannelOptions, AuthOptions {
   backlog?: number;
+  /**
+   * Connections waiting for their hello at once (default 128); past it the one that has waited
+   * longest is closed and reported as 'reject' (ERR_PROCWIRE_HELLO_TIMEOUT).
+   */
+  maxPendingHellos?: number;
   /** Unix sockets: peer uids allowed (SO_PEERCRED). Default: this process's uid only. '*' allows all. */
   allowUids?: number[] | '*';
 }

@@ -178,6 +178,9 @@ function authenticate(channel, options) {
     const fail = (err, notify) => {
       if (settled) return;
       cleanup();
+      // Until the channel is destroyed (after the AUTH_FAIL notice is
+      // flushed), whatever else the peer sent is dropped unread.
+      if (gated) channel._gate = () => {};
       let done = false;
       const finish = () => {
         if (done) return;

@@ -15,9 +15,9 @@ const { invalidArg, validateObject, validateSize } = require('./validate');
 const auth = require('./auth');
 
 const DEFAULT_HELLO_TIMEOUT = 5000;
-// Connections a server lets wait for their hello at once; further ones are
-// closed on arrival (and reported as 'reject'), so a crowd of silent peers
-// costs a bounded amount until helloTimeout cuts them off.
+// Connections a server lets wait for their hello at once; past it the one
+// that has waited longest is closed (and reported as 'reject'), so a crowd of
+// silent peers costs a bounded amount.
 const DEFAULT_MAX_PENDING_HELLOS = 128;
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
@@ -138,7 +138,8 @@ class Server extends EventEmitter {
     this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
     this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
       2 ** 31 - 1);
-    this._pendingHellos = 0;
+    // Channels whose hello is still running, oldest first.
+    this._pending = new Set();
     this._lastAcceptError = 0;
     this._suppressedAcceptErrors = 0;
     this.channels = new Set();
@@ -258,23 +259,26 @@ class Server extends EventEmitter {
       this._accept(channel);
       return;
     }
-    if (this._pendingHellos >= this._maxPendingHellos) {
-      channel.destroy();
-      this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED',
-        `${this._pendingHellos} connections are already waiting for their hello (maxPendingHellos); closed`));
-      return;
+    // At the cap, the connection that has waited longest goes: an honest
+    // client finishes its hello in a round trip, so evicting the oldest
+    // keeps serving it while silent peers only push each other out.
+    if (this._pending.size >= this._maxPendingHellos) {
+      const oldest = this._pending.values().next().value;
+      this._pending.delete(oldest);
+      oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
+        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
     }
-    this._pendingHellos++;
+    this._pending.add(channel);
     const quiet = () => {};
     channel.on('error', quiet);
     auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
       () => {
-        this._pendingHellos--;
+        this._pending.delete(channel);
         channel.off('error', quiet);
         if (this._closed) channel.destroy(); else this._accept(channel);
       },
       (err) => {
-        this._pendingHellos--;
+        this._pending.delete(channel);
         channel.destroy();
         this.emit('reject', err);
       });
