@@ -41,6 +41,9 @@ namespace {
 
 // One read buffer; small messages arrive many to a read.
 constexpr size_t kReadBufferSize = 256 * 1024;
+// Decoded views shorter than this are copied out of the read block instead
+// of borrowing it (see ReadBlock::min_borrow).
+constexpr size_t kMinBorrowFromReadBlock = 4096;
 // Reads per wake-up, and bytes, before yielding to the rest of the loop, so
 // one busy peer cannot starve other handles.
 constexpr int kMaxReadsPerWake = 32;
@@ -73,6 +76,10 @@ class ReadBlock final : public PayloadMemory {
   bool given_away() const { return given_away_; }
   void ReleaseArrayBuffer() { array_buffer_.Reset(); }
   const uint8_t* base() const override { return data_; }
+  // A retained small view would otherwise keep the whole 256 KiB block
+  // alive (2,000 one-byte Buffers pinned 1,904 blocks); below 4 KiB a copy
+  // costs less than the memory it would pin.
+  size_t min_borrow() const override { return kMinBorrowFromReadBlock; }
   MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
     if (array_buffer_.IsEmpty()) {
       std::unique_ptr<BackingStore> store =
@@ -511,7 +518,12 @@ class NativeChannel final : public Closable {
         self->End(so_error != 0 ? -so_error : -ECONNREFUSED, Local<Value>());
         return;
       }
-      self->End(so_error != 0 ? -so_error : 0, Local<Value>());
+      const int end = so_error != 0 ? -so_error : 0;
+      if ((end == 0 || end == -ECONNRESET) && self->reader_.buffered() > 0) {
+        self->EndTruncated(context);
+        return;
+      }
+      self->End(end, Local<Value>());
       return;
     }
     if (self->connecting_) {
@@ -642,9 +654,10 @@ class NativeChannel final : public Closable {
     }
     if (reader_.error() != FramingError::kNone && end_status == 1) end_status = -1000;
     if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
-    // The peer closed with part of a frame buffered: a message was lost,
-    // which a plain 'peer-closed' would hide.
-    if (end_status == 0 && reader_.buffered() > 0) end_status = -1002;
+    // The peer closed (or reset the connection, as a unix peer that exits
+    // with unread data does) with part of a frame buffered: a message was
+    // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
+    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = -1002;
 
     if (!messages.empty() || !errors.empty() || taken_segments_ > 0) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
@@ -688,16 +701,20 @@ class NativeChannel final : public Closable {
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
       End(0, err);
     } else if (end_status == -1002) {
-      Local<Value> err;
-      char message[160];
-      std::snprintf(message, sizeof(message),
-                    "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
-                    static_cast<unsigned long long>(reader_.buffered()));
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
-      End(0, err);
+      EndTruncated(context);
     } else if (end_status <= 0) {
       End(end_status, Local<Value>());
     }
+  }
+
+  void EndTruncated(Local<Context> context) {
+    Local<Value> err;
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
+                  static_cast<unsigned long long>(reader_.buffered()));
+    if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
+    End(0, err);
   }
 
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,

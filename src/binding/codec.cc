@@ -288,7 +288,7 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
       return Fail("ERR_PROCWIRE_DECODE", "ArrayBufferView bytes run past the end of the payload");
     }
     // Aligned views borrow the input memory, as Node's do; others copy.
-    if (memory_ != nullptr && byte_length > 0) {
+    if (memory_ != nullptr && byte_length > 0 && byte_length >= memory_->min_borrow()) {
       const size_t offset = static_cast<const uint8_t*>(bytes) - memory_->base();
       if (offset % element == 0) {
         Local<ArrayBuffer> ab;

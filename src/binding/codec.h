@@ -71,6 +71,9 @@ class PayloadMemory {
   virtual const uint8_t* base() const = 0;
   // An ArrayBuffer over base(); empty when borrowing is not possible.
   virtual v8::MaybeLocal<v8::ArrayBuffer> GetArrayBuffer(v8::Isolate* isolate) = 0;
+  // Views shorter than this are copied rather than borrowed: a few bytes
+  // kept alive must not pin a whole large block (a channel's read block).
+  virtual size_t min_borrow() const { return 0; }
 };
 
 // Decodes one payload (no length header / no terminator). memory may be null
