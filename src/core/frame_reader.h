@@ -129,6 +129,9 @@ class FrameReader {
 
   // Bytes held for a frame that spans reads.
   size_t buffered() const { return pending_.size(); }
+  // Bytes allocated for it (at least buffered()); grows with the bytes that
+  // arrive, never ahead of them by more than a doubling or one tail.
+  size_t reserved() const { return pending_.capacity(); }
   // Changes the largest payload accepted, at once: a partial frame already
   // buffered whose declared length (or, for json, whose bytes so far) is
   // over the new limit fails the stream with kMessageTooLarge. Returns the
