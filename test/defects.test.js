@@ -211,7 +211,7 @@ test('transfer never detaches Node\'s Buffer pool or a shared view, here and in 
       client.send({ small }, { transfer: [small.buffer] });
       const part = new Uint8Array(new ArrayBuffer(64), 8, 8);
       client.send({ part }, { transfer: [part] });
-      const owned = Buffer.alloc(64 * 1024, 3);
+      const owned = Buffer.alloc(100 * 1024, 3);
       client.send({ owned }, { transfer: [owned] });
       const after = Buffer.allocUnsafe(16).fill(1);
       const out = {

@@ -193,7 +193,14 @@ test('an address-space limit does not turn declared lengths into an abort (no au
     // Without a hello the channel's own maxMessageSize (256 MiB) applies:
     // eight peers declaring just under it reserved 2 GiB in the old code,
     // which aborted with std::bad_alloc under a 1 GiB address-space limit.
-    const server = await startServer(t, { mode: 'open', limits: [`--as=${1024 * 1024 * 1024}`] });
+    // The limit is what this Node line needs to start (VmPeak) plus 1 GiB:
+    // room for normal work, far from the 2 GiB the old code reserved.
+    const probe = childProcess.spawnSync(process.execPath, ['--max-old-space-size=256', '-e',
+      'process.stdout.write(/VmPeak:\\s+(\\d+)/.exec(require("fs").readFileSync("/proc/self/status", "utf8"))[1])'],
+    { encoding: 'utf8' });
+    const limit = Number(probe.stdout) * 1024 + 1024 * 1024 * 1024;
+    assert.ok(limit > 1024 * 1024 * 1024, probe.stderr);
+    const server = await startServer(t, { mode: 'open', limits: [`--as=${limit}`] });
     const before = await server.report();
     const peers = await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(() => attacker(server.port)));
     for (const s of peers) s.write(Buffer.concat([header(0x0fffffff), Buffer.alloc(4096, 0x41)]));
