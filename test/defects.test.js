@@ -275,3 +275,30 @@ test('a procwire child that pauses its channel from a message listener stays ali
   const [code] = await withTimeout(once(child, 'exit'), 5000, 'child exits after disconnect');
   assert.strictEqual(code, 0);
 });
+
+test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a decode error, not a reservation',
+  TIMEOUT, async (t) => {
+    if (!native) return t.skip('the fallback decodes with Node\'s own deserializer');
+    const p = await namedPair({ auth: false, outOfLine: 'never' });
+    t.after(() => p.close());
+    const errors = [];
+    const got = [];
+    p.serverSide.on('messageerror', (err) => errors.push(err));
+    p.serverSide.on('message', (m) => got.push(m));
+    // { r: <resizable ArrayBuffer, 0 bytes, maxByteLength 32 GiB> } in V8's
+    // wire format: 20 bytes that would make V8 reserve 32 GiB.
+    const payload = Buffer.from([0xff, 0x0f, 0x6f, 0x22, 0x01, 0x72, 0x7e, 0x00, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+      0x7b, 0x01]);
+    const frame = Buffer.concat([Buffer.alloc(4), payload]);
+    frame.writeUInt32BE(payload.length);
+    for (let i = 0; i < 20; i++) p.client._sendRaw(frame);
+    // One within the limit still decodes.
+    p.client.send({ small: new ArrayBuffer(8, { maxByteLength: 1024 }) });
+    while (got.length < 1) await sleep(10);
+    assert.strictEqual(errors.length, 20);
+    for (const err of errors) {
+      assert.strictEqual(err.code, 'ERR_PROCWIRE_DECODE');
+      assert.match(err.message, /maxByteLength/);
+    }
+    assert.strictEqual(got[0].small.maxByteLength, 1024);
+  });

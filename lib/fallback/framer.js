@@ -101,7 +101,7 @@ class JsFramer {
     const deliver = (payload, copy) => {
       if (sizes !== undefined) sizes.push(payload.length + (this._format === 1 ? 1 : HEADER));
       try {
-        messages.push(this._decode(this._format, payload, copy));
+        messages.push(this._decode(this._format, payload, copy, this._max));
       } catch (err) {
         if (errors === undefined) errors = [];
         errors.push(messages.length, err);

@@ -171,7 +171,8 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
       self->reader.Push(chunk, view->ByteLength(), [&](const FrameReader::Frame& frame) {
         Local<Value> value;
         if (DecodePayload(data, context, format, frame.data, frame.size,
-                          frame.in_place ? &memory : nullptr, &value)) {
+                          frame.in_place ? &memory : nullptr, &value, nullptr,
+                          self->reader.max_payload_size())) {
           messages.push_back(value);
           return;
         }

@@ -759,7 +759,7 @@ class NativeChannel final : public Closable {
       return;
     }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
-                      with_segments)) {
+                      with_segments, reader_.max_payload_size())) {
       messages->push_back(value);
       return;
     }
