@@ -164,6 +164,7 @@ class StreamHandle {
   // The stream ended (0), failed (-errno) or was found corrupt (err): once.
   _end(status, err) {
     if (this._ended || this._closed) return;
+    this._keepAlive(false);
     if (status === 0 && err === undefined && this._framer.buffering() > 0) {
       // The peer closed in the middle of a frame: say a message was lost.
       err = makeError('ERR_PROCWIRE_FRAME_TRUNCATED',
@@ -234,28 +235,46 @@ class StreamHandle {
   readStart() {
     if (this._ended) return;
     this._reading = true;
+    this._keepAlive(false);
     if (this._stream !== null && !this._closed) this._stream.resume();
   }
 
   readStop() {
     this._reading = false;
     if (this._stream !== null && !this._closed) this._stream.pause();
+    this._keepAlive(this._refed && !this._ended && !this._closed);
+  }
+
+  // A paused stream stops reading, and a socket that does not read no longer
+  // keeps the process alive; a paused channel must, as a reading one does
+  // (the native channel keeps watching for hang-up instead). An idle timer
+  // holds the loop while paused and referenced.
+  _keepAlive(on) {
+    if (on && this._pausedTimer === undefined) {
+      this._pausedTimer = setInterval(() => {}, 2 ** 31 - 1);
+    } else if (!on && this._pausedTimer !== undefined) {
+      clearInterval(this._pausedTimer);
+      this._pausedTimer = undefined;
+    }
   }
 
   ref() {
     this._refed = true;
     if (this._stream !== null && typeof this._stream.ref === 'function') this._stream.ref();
+    if (!this._reading) this._keepAlive(!this._ended && !this._closed);
   }
 
   unref() {
     this._refed = false;
     if (this._stream !== null && typeof this._stream.unref === 'function') this._stream.unref();
+    this._keepAlive(false);
   }
 
   // Closes now: what is still queued is dropped.
   close() {
     if (this._closed) return;
     this._closed = true;
+    this._keepAlive(false);
     this._queue = [];
     this._queuedLength = 0;
     const stream = this._stream;

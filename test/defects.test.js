@@ -260,9 +260,10 @@ test('no exported constructor or call aborts the process on bad arguments', TIME
   for (const code of codes) assert.match(code, /^ERR_PROCWIRE_/, `uncoded: ${codes}`);
 });
 
-test('a procwire child that pauses its channel from a message listener stays alive', TIMEOUT, async (t) => {
+for (const [what, env] of [['native', {}], ['fallback', { PROCWIRE_FORCE_FALLBACK: '1' }]]) {
+test(`a procwire child (${what}) that pauses its channel from a message listener stays alive`, TIMEOUT, async (t) => {
   const child = procwire.fork(path.join(__dirname, 'fixtures', 'paused-child.js'), [], {
-    child: 'procwire', stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    child: 'procwire', stdio: ['ignore', 'pipe', 'inherit', 'ipc'], env: { ...process.env, ...env },
   });
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   let out = '';
@@ -275,6 +276,7 @@ test('a procwire child that pauses its channel from a message listener stays ali
   const [code] = await withTimeout(once(child, 'exit'), 5000, 'child exits after disconnect');
   assert.strictEqual(code, 0);
 });
+}
 
 test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a decode error, not a reservation',
   TIMEOUT, async (t) => {
