@@ -166,6 +166,8 @@ test('large frames before the hello are cut off at their header; memory and loop
     // The peak (VmHWM), not the level after the attack: buffers are freed
     // when the attackers go.
     const peak = server.peakRss();
+    t.diagnostic(`peak RSS +${((peak - peakBefore) / 1048576).toFixed(1)} MiB, RSS +${((after.rss - before.rss) / 1048576).toFixed(1)} MiB, ` +
+      `longest stall ${after.lagMs.toFixed(1)} ms, ${count} legitimate requests answered`);
     assert.ok(peak - peakBefore < MAX_RSS_GROWTH && after.rss - before.rss < MAX_RSS_GROWTH,
       `server peak RSS grew by ${((peak - peakBefore) / 1048576).toFixed(1)} MiB`);
     assert.ok(after.lagMs < MAX_STALL_MS, `event loop stalled ${after.lagMs} ms`);
@@ -262,6 +264,7 @@ test('out of descriptors (EMFILE): no accept spin, one report a second, recovery
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const r1 = await server.report();
   const cpu = server.cpuSeconds() - cpu0;
+  t.diagnostic(`out of descriptors: ${cpu.toFixed(2)} s CPU in 2 s, ${r1.errors - r0.errors} 'error' events`);
   assert.ok(cpu < 0.8, `server used ${cpu.toFixed(2)} s of CPU in 2 s while out of descriptors`);
   assert.ok(r1.errors - r0.errors <= 4, `${r1.errors - r0.errors} 'error' events in 2 s`);
   assert.ok(r1.errors >= 1, 'running out of descriptors was never reported');
