@@ -126,8 +126,14 @@ function channelOptions(options, address) {
 }
 
 class Server extends EventEmitter {
+  // Made by listen(); called from user code with anything else, it throws a
+  // coded error.
   constructor(address, options) {
     super();
+    if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
+      throw invalidArg('Server is made by listen(address[, options][, onChannel])');
+    }
+    options = validateObject(options, 'options');
     this._address = address;
     this._options = options;
     this._listener = null;

@@ -249,6 +249,9 @@ test('no exported constructor or call aborts the process on bad arguments', TIME
       () => new procwire.Framer({ serialization: 'nope' }),
       () => procwire.alloc(-1),
       () => procwire.codec.advanced.decode(42),
+      () => new procwire.Server(),
+      () => new procwire.Server('x', null),
+      () => new procwire.Framer().push(42),
     ];
     for (const f of attempts) {
       try { f(); codes.push('no error'); } catch (err) { codes.push(err.code || String(err)); }
