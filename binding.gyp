@@ -7,6 +7,7 @@
         "src/core/write_queue.cc",
         "src/core/socket_io.cc",
         "src/core/shm.cc",
+        "src/core/v8_scan.cc",
         "src/binding/codec.cc",
         "src/binding/channel.cc",
         "src/binding/segments.cc",

@@ -35,7 +35,10 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_TRANSFER'
   | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE'
   | 'ERR_PROCWIRE_NATS'
-  | 'ERR_PROCWIRE_PEER_UNREACHABLE';
+  | 'ERR_PROCWIRE_PEER_UNREACHABLE'
+  | 'ERR_PROCWIRE_OUT_OF_MEMORY'
+  | 'ERR_PROCWIRE_FRAME_TRUNCATED'
+  | 'ERR_PROCWIRE_PROTOCOL';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -86,6 +89,9 @@ export declare const errors: {
   NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
   NatsError: ErrorClass<'ERR_PROCWIRE_NATS'>;
   PeerUnreachableError: ErrorClass<'ERR_PROCWIRE_PEER_UNREACHABLE'>;
+  OutOfMemoryError: ErrorClass<'ERR_PROCWIRE_OUT_OF_MEMORY'>;
+  FrameTruncatedError: ErrorClass<'ERR_PROCWIRE_FRAME_TRUNCATED'>;
+  ProtocolError: ErrorClass<'ERR_PROCWIRE_PROTOCOL'>;
   ProcwireError: new (...args: any[]) => Error;
 };
 export declare const codes: ErrorCode[];
@@ -116,7 +122,11 @@ export declare class Framer {
   readonly buffering: number;
 }
 
-export type CloseReason = 'local' | 'destroyed' | 'peer-closed' | 'peer-reset' | 'framing-error' | 'error';
+export type CloseReason = 'local' | 'destroyed' | 'peer-closed' | 'peer-reset' | 'framing-error' | 'error'
+  /** The peer closed in the middle of a frame (ERR_PROCWIRE_FRAME_TRUNCATED): a message was lost. */
+  | 'truncated'
+  /** The peer sent an invalid control message (ERR_PROCWIRE_PROTOCOL). */
+  | 'protocol-error';
 
 export interface SizeBucket { min: number; max: number; count: number }
 export interface ChannelStats {
@@ -151,6 +161,11 @@ export interface ChannelOptions {
   outOfLineThreshold?: number;
   /** Shared-memory segments not yet acknowledged by the peer before send() returns false. Default 128. */
   maxSegmentsInFlight?: number;
+  /**
+   * Requests answered by respond() at once. Default 1024. Further requests wait in arrival order;
+   * when 1024 wait, reading pauses until half of them have started (nothing is dropped).
+   */
+  maxConcurrentRequests?: number;
 }
 
 /** Options of procwire.listen/connect('nats://...'). */
@@ -252,6 +267,11 @@ export interface AuthOptions {
 
 export interface ListenOptions extends ChannelOptions, AuthOptions {
   backlog?: number;
+  /**
+   * Connections waiting for their hello at once (default 128); past it the one that has waited
+   * longest is closed and reported as 'reject' (ERR_PROCWIRE_HELLO_TIMEOUT).
+   */
+  maxPendingHellos?: number;
   /** Unix sockets: peer uids allowed (SO_PEERCRED). Default: this process's uid only. '*' allows all. */
   allowUids?: number[] | '*';
 }

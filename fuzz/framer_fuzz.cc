@@ -4,7 +4,9 @@
 //   byte 0: bit 0 picks the format (0 advanced, 1 json); bits 1-3 pick the
 //           maximum payload size from kMaxSizes (json: 7 is unlimited); bit 4 makes the harness
 //           read into WritableTail() whenever the reader offers one, as the
-//           binding does for large frames.
+//           binding does for large frames; bit 5 lowers the maximum after
+//           the first chunk (SetMaxPayloadSize, as the hello does) to
+//           kMaxSizes[bits 6-7], and only the invariants are checked then.
 //   byte 1: how many chunk lengths follow (low 4 bits).
 //   then:   that many bytes, each the length of the next chunk (0 allowed);
 //           whatever stream is left after them forms the last chunk.
@@ -34,12 +36,15 @@ using procwire::FrameReader;
 using procwire::FramingError;
 using procwire::WireFormat;
 
-// Small limits make size errors reachable from short inputs; the largest
-// stays modest because the reader reserves a whole advanced frame up front
-// and the fuzzer's malloc limit would otherwise report that as a crash. Json
-// reserves nothing ahead, so for it the last entry means "no limit"
-// (SIZE_MAX), the edge where max + 1 overflows.
-constexpr size_t kMaxSizes[8] = {0, 1, 2, 5, 16, 100, 4096, 1 << 20};
+// Small limits make size errors reachable from short inputs. The largest is
+// 1 GiB: the reader must never allocate for a declared length ahead of the
+// bytes (the fuzzer's malloc limit would report that as a crash, and the
+// reserved() check below as a failure). For json the last entry means "no
+// limit" (SIZE_MAX), the edge where max + 1 overflows.
+constexpr size_t kMaxSizes[8] = {0, 1, 2, 5, 16, 100, 4096, size_t{1} << 30};
+// What the reader may hold beyond twice the bytes fed: two tail growths and
+// ByteBuffer's first block.
+constexpr size_t kSlack = 512 * 1024 + 64;
 
 // Aborts with a message; libFuzzer then saves the input as a crash.
 #define FUZZ_CHECK(cond)                                                     \
@@ -128,6 +133,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t max_index = (data[0] >> 1) & 7;
   const size_t max = format == WireFormat::kJson && max_index == 7 ? SIZE_MAX : kMaxSizes[max_index];
   const bool use_tail = (data[0] & 0x10) != 0;
+  const bool lower = (data[0] & 0x20) != 0;
+  const size_t lowered = kMaxSizes[(data[0] >> 6) & 3];
   size_t splits = data[1] & 15;
   size_t pos = 2;
   if (splits > size - pos) splits = size - pos;
@@ -154,7 +161,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t declared_at_error = 0;
 
   size_t offset = 0;
+  bool first = true;
   for (size_t n : chunks) {
+    if (lower && !first && st.max != lowered) {
+      // As the hello does: the limit drops under a possibly buffered frame.
+      const size_t before = reader.buffered();
+      const FramingError r = reader.SetMaxPayloadSize(lowered);
+      st.max = lowered;
+      FUZZ_CHECK(r == reader.error());
+      if (err == FramingError::kNone && r != FramingError::kNone) {
+        FUZZ_CHECK(r == FramingError::kMessageTooLarge);
+        FUZZ_CHECK(before > 0);
+        FUZZ_CHECK(reader.buffered() == 0);
+        FUZZ_CHECK(reader.error_declared_size() > lowered);
+        err = r;
+        declared_at_error = reader.error_declared_size();
+      }
+    }
+    first = false;
     // An exactly sized copy: any read past the chunk is a heap overflow.
     uint8_t* chunk = static_cast<uint8_t*>(std::malloc(n == 0 ? 1 : n));
     FUZZ_CHECK(chunk != nullptr);
@@ -168,7 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_CHECK(format == WireFormat::kAdvanced);
         FUZZ_CHECK(t.size > 0);
         FUZZ_CHECK(reader.buffered() >= 4);
-        FUZZ_CHECK(reader.buffered() + t.size <= 4 + max);
+        FUZZ_CHECK(reader.buffered() + t.size <= 4 + st.max);
         const size_t take = n < t.size ? n : t.size;
         std::memcpy(t.data, chunk, take);
         st.chunk = nullptr;
@@ -191,6 +215,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     FUZZ_CHECK(r == reader.error());
     FUZZ_CHECK(st.delivered_bytes + reader.buffered() <= fed);
+    // Memory follows the bytes that arrived, never the declared length.
+    FUZZ_CHECK(reader.reserved() <= 2 * fed + kSlack);
     if (err != FramingError::kNone) {
       // Sticky: the same error, nothing delivered, nothing buffered.
       FUZZ_CHECK(r == err);
@@ -200,7 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(r == FramingError::kMessageTooLarge);
       err = r;
       declared_at_error = reader.error_declared_size();
-      FUZZ_CHECK(declared_at_error > max);
+      FUZZ_CHECK(declared_at_error > st.max);
     }
     if (err != FramingError::kNone) {
       FUZZ_CHECK(reader.buffered() == 0);
@@ -216,6 +242,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(st.frames.size() == frames_before);
   }
 
+  // With the limit changed mid-stream the one-limit reference does not
+  // apply; the invariants above were the test.
+  if (lower) return 0;
   const Expected e = Reference(format, max, stream, stream_size);
   FUZZ_CHECK(e.error == (err != FramingError::kNone));
   FUZZ_CHECK(st.frames.size() == e.frames.size());

@@ -7,14 +7,26 @@
 // Wire protocol (internal messages, so a peer's 'message' listener never sees
 // them; every field is a string so 'json' and 'advanced' channels both work):
 //
-//   client -> server  { cmd: 'NODE_PROCWIRE_HELLO', v: 1, nonce: <64 hex> }
-//   server -> client  { cmd: 'NODE_PROCWIRE_HELLO', v: 1, nonce: <64 hex> }
-//   server -> client  { cmd: 'NODE_PROCWIRE_AUTH', mac: <64 hex> }
+//   client -> server  { cmd: 'NODE_PROCWIRE_HELLO', v: 2, nonce: <64 hex> }
+//   server -> client  { cmd: 'NODE_PROCWIRE_HELLO', v: 2, nonce: <64 hex> }
 //   client -> server  { cmd: 'NODE_PROCWIRE_AUTH', mac: <64 hex> }
+//   server -> client  { cmd: 'NODE_PROCWIRE_AUTH', mac: <64 hex> }   (only once the client's proof checked out)
 //   either, on error  { cmd: 'NODE_PROCWIRE_AUTH_FAIL' }
 //
-// mac = HMAC-SHA256(secret, 'procwire-auth-v1' | role of sender | sender's
+// mac = HMAC-SHA256(secret, 'procwire-auth-v2' | role of sender | sender's
 // nonce | receiver's nonce). The secret itself never crosses the wire.
+//
+// The client proves first: the server sends its own proof only to a client
+// that has proved it knows the secret, so a stranger who connects learns no
+// value it could test guesses of a weak secret against offline. (Version 1
+// had the server prove first; the two versions refuse each other.)
+//
+// Until the hello completes the channel is a small, bounded state: frames
+// over HELLO_MAX_MESSAGE_SIZE bytes close it (the read limit is lowered
+// before the first byte is read and restored afterwards), at most
+// HELLO_MAX_MESSAGES frames are accepted, and every message goes to the
+// hello alone: requests, acknowledgements and user messages before it
+// completes fail the handshake (ERR_PROCWIRE_AUTH_REQUIRED).
 
 const crypto = require('crypto');
 const fs = require('fs');
@@ -22,8 +34,15 @@ const fs = require('fs');
 const HELLO = 'NODE_PROCWIRE_HELLO';
 const AUTH = 'NODE_PROCWIRE_AUTH';
 const AUTH_FAIL = 'NODE_PROCWIRE_AUTH_FAIL';
-const VERSION = 1;
-const LABEL = 'procwire-auth-v1';
+const VERSION = 2;
+const LABEL = 'procwire-auth-v2';
+// The largest frame payload accepted before the hello completes. A hello or
+// proof is about 120 bytes in either serialization.
+const HELLO_MAX_MESSAGE_SIZE = 1024;
+// Frames accepted before the hello completes: the hello, the proof, the
+// segment capability notice, and some slack.
+const HELLO_MAX_MESSAGES = 8;
+const CAPABILITIES = 'NODE_PROCWIRE_CAPS';
 const NONCE_BYTES = 32;
 const MIN_SECRET_BYTES = 16;
 const DEFAULT_TIMEOUT = 5000;
@@ -137,10 +156,17 @@ function authenticate(channel, options) {
     let peerNonce = null;
     let settled = false;
     let timer = null;
+    let frames = 0;
+    // Procwire channels route every message to the hello while it runs
+    // (channel._gate) and take a lowered read limit; any other object with
+    // a Channel's surface is watched through its events instead.
+    const gated = typeof channel._setReadLimit === 'function' && '_gate' in channel;
+    const restoreLimit = gated ? channel.maxMessageSize : undefined;
 
     const cleanup = () => {
       settled = true;
       if (timer !== null) clearTimeout(timer);
+      if (gated) channel._gate = null;
       channel.off('internalMessage', onInternal);
       channel.off('message', onEarlyMessage);
       channel.off('close', onClose);
@@ -152,6 +178,9 @@ function authenticate(channel, options) {
     const fail = (err, notify) => {
       if (settled) return;
       cleanup();
+      // Until the channel is destroyed (after the AUTH_FAIL notice is
+      // flushed), whatever else the peer sent is dropped unread.
+      if (gated) channel._gate = () => {};
       let done = false;
       const finish = () => {
         if (done) return;
@@ -178,6 +207,13 @@ function authenticate(channel, options) {
       channel.send({ cmd: AUTH, mac });
     };
 
+    const succeed = () => {
+      cleanup();
+      // The channel's own limit holds again for what follows the hello.
+      if (gated && !channel._setReadLimit(restoreLimit)) return;
+      resolve();
+    };
+
     function onInternal(message) {
       if (settled) return;
       try {
@@ -192,9 +228,10 @@ function authenticate(channel, options) {
           peerNonce = message.nonce;
           // The client speaks first; the server answers only once it has the
           // client's nonce, so neither side can miss a hello sent before it
-          // started listening.
+          // started listening. The client proves first, as soon as it has
+          // the server's nonce; the server proves only after checking it.
           if (role === 'server') channel.send({ cmd: HELLO, v: VERSION, nonce: ownNonce });
-          sendOwnAuth();
+          else sendOwnAuth();
         } else if (message.cmd === AUTH) {
           if (peerNonce === null) return authFailed('peer sent its proof before its hello');
           if (typeof message.mac !== 'string' || !HEX64.test(message.mac)) return authFailed('peer sent a malformed proof');
@@ -202,10 +239,10 @@ function authenticate(channel, options) {
           if (!crypto.timingSafeEqual(expected, Buffer.from(message.mac, 'hex'))) {
             return authFailed('peer does not know the shared secret');
           }
-          // Our own proof went out when the peer's hello arrived, before this
-          // point, so the exchange is complete in both directions.
-          cleanup();
-          resolve();
+          // The server's proof goes only to a client that proved itself;
+          // the client has sent its own already, so both are done.
+          if (role === 'server') sendOwnAuth();
+          succeed();
         } else if (message.cmd === AUTH_FAIL) {
           fail(makeError('ERR_PROCWIRE_AUTH_FAILED', 'peer rejected our authentication (wrong secret?)'), false);
         }
@@ -232,6 +269,32 @@ function authenticate(channel, options) {
         `channel closed before authentication completed (${reason})`, err));
     }
 
+    // Every message before the hello completes comes here (procwire
+    // channels): only the hello's own messages and the capability notice
+    // are taken, within a small budget; anything else, requests included,
+    // is a peer talking before it authenticated.
+    function gate(message) {
+      if (settled) return;
+      if (++frames > HELLO_MAX_MESSAGES) {
+        fail(makeError('ERR_PROCWIRE_AUTH_REQUIRED', `peer sent more than ${HELLO_MAX_MESSAGES} frames before authenticating`), true);
+        return;
+      }
+      const cmd = message !== null && typeof message === 'object' ? message.cmd : undefined;
+      if (cmd === HELLO || cmd === AUTH || cmd === AUTH_FAIL) {
+        onInternal(message);
+      } else if (cmd === CAPABILITIES) {
+        channel._onInternal(message);
+      } else {
+        fail(makeError('ERR_PROCWIRE_AUTH_REQUIRED', 'peer sent a message before authenticating'), true);
+      }
+    }
+
+    if (gated) {
+      if (!channel._setReadLimit(Math.min(HELLO_MAX_MESSAGE_SIZE, restoreLimit))) {
+        throw makeError('ERR_PROCWIRE_AUTH_FAILED', 'the peer sent an oversized frame before the hello');
+      }
+      channel._gate = gate;
+    }
     channel.on('internalMessage', onInternal);
     channel.on('message', onEarlyMessage);
     channel.on('close', onClose);
@@ -347,5 +410,7 @@ module.exports = {
   removeSecretFile,
   NEW_CODES,
   // Exposed for tests and for the lead's integration, not as public API.
-  _internal: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac, DEFAULT_TIMEOUT },
+  _internal: {
+    HELLO, AUTH, AUTH_FAIL, VERSION, computeMac, DEFAULT_TIMEOUT, HELLO_MAX_MESSAGE_SIZE, HELLO_MAX_MESSAGES,
+  },
 };

@@ -21,6 +21,14 @@ const DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024 * 1024;
 // many; past it the channel stops reading until a listener comes, so the peer
 // sees backpressure instead of our memory growing.
 const MAX_BACKLOG = 10000;
+// ... and up to this many bytes (frame bytes, segments included): 10,000
+// large messages would otherwise be a backlog of gigabytes.
+const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+// Requests answered at once by respond(); more wait in arrival order, and
+// past MAX_WAITING_REQUESTS waiting ones reading pauses (the peer feels
+// backpressure). Nothing is dropped.
+const DEFAULT_MAX_CONCURRENT_REQUESTS = 1024;
+const MAX_WAITING_REQUESTS = 1024;
 
 // From this many bytes a view goes through shared memory rather than the
 // socket (procwire peers on unix sockets). Measured crossover on a 2-core VM:
@@ -66,9 +74,14 @@ function flushTick(channel) {
 class Channel extends EventEmitter {
   // Internal: made by fork(), listen() and connect(), never by users.
   // fd: a connected (or connecting) non-blocking stream socket this channel now owns.
+  // Called from user code with anything else, it throws a coded error (the
+  // addon's constructor checks the descriptor too), never aborts.
   constructor(fd, options) {
     super();
     options = validateObject(options, 'options');
+    if (typeof options.createHandle !== 'function' && !(Number.isInteger(fd) && fd >= 0 && fd < 2 ** 31)) {
+      throw invalidArg('Channel is made by fork(), listen() and connect(); it needs a socket descriptor');
+    }
     this.serialization = validateSerialization(options.serialization);
     this.maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
     this.highWaterMark = validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK);
@@ -93,7 +106,18 @@ class Channel extends EventEmitter {
     this._closeReason = null;
     this._closeError = null;
     this._backlog = [];
+    this._backlogSizes = [];
+    this._backlogBytes = 0;
     this._readPausedByBacklog = false;
+    this.maxConcurrentRequests = validateSize(options.maxConcurrentRequests, 'maxConcurrentRequests',
+      DEFAULT_MAX_CONCURRENT_REQUESTS, 2 ** 31 - 1);
+    if (this.maxConcurrentRequests < 1) throw invalidArg('maxConcurrentRequests must be at least 1');
+    this._answering = 0;
+    this._waitingRequests = [];
+    this._readPausedByRequests = false;
+    // While set (during the hello), every message goes here and nowhere
+    // else: see lib/auth.js.
+    this._gate = null;
     this._userPaused = false;
     this._requests = new Map();
     this._nextRequestId = 1;
@@ -101,7 +125,8 @@ class Channel extends EventEmitter {
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
     const callbacks = {
-      onread: (messages, errors, segments, segmentBytes) => this._onRead(messages, errors, segments, segmentBytes),
+      onread: (messages, errors, segments, segmentBytes, frameBytes) =>
+        this._onRead(messages, errors, segments, segmentBytes, frameBytes),
       onwrite: (written) => this._onWritten(written),
       onend: (status, err) => this._onEnd(status, err),
       onconnect: () => this._onConnect(),
@@ -201,6 +226,16 @@ class Channel extends EventEmitter {
       return false;
     }
     const transfer = options && options.transfer !== undefined ? transferList(options.transfer) : undefined;
+    if (transfer !== undefined) {
+      // Refused before anything is detached: the encoder detaches while
+      // encoding, and the size check after it would come too late.
+      let bytes = 0;
+      for (const ab of transfer) bytes += ab.byteLength;
+      if (bytes > this.maxMessageSize) {
+        throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+          `transferred buffers of ${bytes} bytes exceed maxMessageSize (${this.maxMessageSize} bytes); nothing was sent`);
+      }
+    }
     // Throws (coded) if the value cannot be encoded; nothing is queued then.
     this._pushed = transfer === undefined ? this._handle.write(message) : this._handle.write(message, transfer);
     if (callback) this._callbacks.push([this._pushed, callback]);
@@ -313,8 +348,28 @@ class Channel extends EventEmitter {
 
   resume() {
     this._userPaused = false;
-    if (this._state !== 'closed' && !this._readPausedByBacklog) this._handle.readStart();
+    this._maybeResumeReading();
     return this;
+  }
+
+  // Reading restarts only when nothing holds it: the user, the backlog and
+  // the queue of waiting requests each pause it on their own.
+  _maybeResumeReading() {
+    if (this._state !== 'closed' && !this._userPaused && !this._readPausedByBacklog && !this._readPausedByRequests) {
+      this._handle.readStart();
+    }
+  }
+
+  // The largest payload the handle accepts from now on (the hello runs under
+  // a small one). false: a frame already buffered is over it, and the
+  // channel is closed with a framing error.
+  _setReadLimit(bytes) {
+    if (this._state === 'closed' || typeof this._handle.setMaxMessageSize !== 'function') return true;
+    if (this._handle.setMaxMessageSize(bytes)) return true;
+    const err = makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+      `a partially received frame exceeds the ${bytes}-byte limit now in force`);
+    process.nextTick(() => this._finish('framing-error', err));
+    return false;
   }
 
   stats() {
@@ -404,32 +459,43 @@ class Channel extends EventEmitter {
     this.emit('connect');
   }
 
-  _onRead(messages, errors, segments, segmentBytes) {
+  _onRead(messages, errors, segments, segmentBytes, frameBytes) {
     // Tell the sender its shared memory arrived, so it may send more.
     if (segments > 0) this._sendInternal({ cmd: SEGMENT_ACK, n: segments, bytes: segmentBytes });
+    // Each message's share of the batch's bytes, for the backlog's byte
+    // bound (handles that do not report bytes count none).
+    const share = messages.length > 0 && typeof frameBytes === 'number' ? frameBytes / messages.length : 0;
     let e = 0;
     for (let i = 0; i < messages.length; i++) {
       while (errors !== undefined && e < errors.length && errors[e] === i) {
-        this._reportDecodeError(errors[e + 1]);
+        // Before the hello completes a frame that fails to decode is the
+        // gate's to judge (it fails the hello), not a user-visible event.
+        if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
         e += 2;
+        if (this._state === 'closed') return;
       }
-      this._dispatch(messages[i]);
+      if (this._gate !== null) this._gate(messages[i]);
+      else this._dispatch(messages[i], share);
       if (this._state === 'closed') return;
     }
     while (errors !== undefined && e < errors.length) {
-      this._reportDecodeError(errors[e + 1]);
+      if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
       e += 2;
+      if (this._state === 'closed') return;
     }
   }
 
-  _dispatch(message) {
+  _dispatch(message, bytes = 0) {
     if (isInternal(message)) {
       this._onInternal(message);
       return;
     }
     if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
       this._backlog.push(message);
-      if (this._backlog.length >= MAX_BACKLOG && !this._readPausedByBacklog) {
+      this._backlogSizes.push(bytes);
+      this._backlogBytes += bytes;
+      if ((this._backlog.length >= MAX_BACKLOG || this._backlogBytes >= MAX_BACKLOG_BYTES) &&
+          !this._readPausedByBacklog) {
         this._readPausedByBacklog = true;
         this._handle.readStop();
       }
@@ -440,11 +506,13 @@ class Channel extends EventEmitter {
 
   _drainBacklog() {
     while (this._backlog.length > 0 && this.listenerCount('message') > 0 && this._state !== 'closed') {
+      this._backlogBytes -= this._backlogSizes.shift();
       this.emit('message', this._backlog.shift());
     }
+    if (this._backlog.length === 0) this._backlogBytes = 0;
     if (this._backlog.length === 0 && this._readPausedByBacklog) {
       this._readPausedByBacklog = false;
-      if (!this._userPaused && this._state !== 'closed') this._handle.readStart();
+      this._maybeResumeReading();
     }
   }
 
@@ -472,11 +540,20 @@ class Channel extends EventEmitter {
         this._handle.enableOutOfLine();
       }
     } else if (message.cmd === SEGMENT_ACK) {
-      if (typeof message.n === 'number' && typeof message.bytes === 'number') {
-        this._segmentsAcked += message.n;
-        this._segmentBytesAcked += message.bytes;
-        this._maybeDrain();
+      // Numbers from the peer are checked before they touch our accounting:
+      // NaN, Infinity, negatives or acks for more than was sent would break
+      // backpressure for good.
+      const n = message.n;
+      const bytes = message.bytes;
+      const sent = this._segmentCounters;
+      if (!Number.isSafeInteger(n) || n < 0 || !Number.isSafeInteger(bytes) || bytes < 0 || sent === null ||
+          this._segmentsAcked + n > sent[1] || this._segmentBytesAcked + bytes > sent[0]) {
+        this._protocolError(`invalid segment acknowledgement (n: ${String(n)}, bytes: ${String(bytes)})`);
+        return;
       }
+      this._segmentsAcked += n;
+      this._segmentBytesAcked += bytes;
+      this._maybeDrain();
     } else if (message.cmd === 'NODE_HANDLE') {
       // A plain Node peer passed a handle. The descriptor was closed on
       // arrival; refuse in Node's own protocol so the sender does not wait
@@ -489,6 +566,12 @@ class Channel extends EventEmitter {
     }
   }
 
+  // The peer broke procwire's control protocol: the channel cannot be
+  // trusted any more and is closed.
+  _protocolError(message) {
+    this._finish('protocol-error', makeError('ERR_PROCWIRE_PROTOCOL', message));
+  }
+
   _sendInternal(message) {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
@@ -499,7 +582,33 @@ class Channel extends EventEmitter {
     }
   }
 
+  // Requests beyond maxConcurrentRequests wait in order; a long queue of
+  // waiting ones pauses reading until it shrinks.
   _answer(message) {
+    if (this._answering >= this.maxConcurrentRequests) {
+      this._waitingRequests.push(message);
+      if (this._waitingRequests.length >= MAX_WAITING_REQUESTS && !this._readPausedByRequests) {
+        this._readPausedByRequests = true;
+        this._handle.readStop();
+      }
+      return;
+    }
+    this._answerNow(message);
+  }
+
+  _requestDone() {
+    this._answering--;
+    while (this._answering < this.maxConcurrentRequests && this._waitingRequests.length > 0 &&
+           this._state !== 'closed') {
+      this._answerNow(this._waitingRequests.shift());
+    }
+    if (this._readPausedByRequests && this._waitingRequests.length < MAX_WAITING_REQUESTS / 2) {
+      this._readPausedByRequests = false;
+      this._maybeResumeReading();
+    }
+  }
+
+  _answerNow(message) {
     const id = message.id;
     if (this._responder === null) {
       this._sendInternal({ cmd: RESPONSE, id, ok: false,
@@ -507,6 +616,7 @@ class Channel extends EventEmitter {
       return;
     }
     let result;
+    this._answering++;
     try {
       result = this._responder(message.body, this);
     } catch (err) {
@@ -521,7 +631,8 @@ class Channel extends EventEmitter {
           this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) });
         }
       },
-      (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }));
+      (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }))
+      .finally(() => this._requestDone());
   }
 
   _sendInternal0(message) {
@@ -556,7 +667,11 @@ class Channel extends EventEmitter {
 
   _onEnd(status, err) {
     if (this._state === 'closed') return;
-    if (err !== undefined) {
+    if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_FRAME_TRUNCATED') {
+      this._finish('truncated', err);
+    } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_OUT_OF_MEMORY') {
+      this._finish('error', err);
+    } else if (err !== undefined) {
       this._finish('framing-error', err);
     } else if (status === 0) {
       this._finish('peer-closed', null);
@@ -609,15 +724,33 @@ function isSendOptions(value) {
   return proto === Object.prototype || proto === null;
 }
 
-// Buffers and views stand for their ArrayBuffer; each is listed once.
+// Whether an ArrayBuffer may be Node's shared Buffer pool (Buffer.from,
+// Buffer.allocUnsafe and friends slice small Buffers out of it): the current
+// pool, or one of the pool's size that earlier small Buffers may still share.
+function mayBePooled(ab) {
+  return ab.byteLength === Buffer.poolSize || Buffer.allocUnsafe(1).buffer === ab;
+}
+
+// Buffers and views stand for their ArrayBuffer; each is listed once. Only
+// memory the sender owns alone is handed over (detached): a view that does
+// not cover its whole ArrayBuffer, or an ArrayBuffer that may be Node's
+// Buffer pool, is shared with other Buffers, so it is left out of the list
+// and its bytes are copied as for any other message; detaching it would
+// empty unrelated Buffers and break every later Buffer.allocUnsafe.
 function transferList(list) {
   if (!Array.isArray(list)) throw invalidArg('options.transfer must be an array');
   const out = [];
   for (const item of list) {
     let ab;
-    if (item instanceof ArrayBuffer) ab = item;
-    else if (ArrayBuffer.isView(item) && item.buffer instanceof ArrayBuffer) ab = item.buffer;
-    else throw invalidArg('options.transfer holds only ArrayBuffers, Buffers and typed arrays');
+    if (item instanceof ArrayBuffer) {
+      ab = item;
+    } else if (ArrayBuffer.isView(item) && item.buffer instanceof ArrayBuffer) {
+      ab = item.buffer;
+      if (item.byteOffset !== 0 || item.byteLength !== ab.byteLength) continue;
+    } else {
+      throw invalidArg('options.transfer holds only ArrayBuffers, Buffers and typed arrays');
+    }
+    if (mayBePooled(ab)) continue;
     if (!out.includes(ab)) out.push(ab);
   }
   return out;

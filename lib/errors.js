@@ -58,6 +58,12 @@ const CODES = {
     'The native addon could not be loaded.'],
   ERR_PROCWIRE_NATS: ['NatsError', Error,
     'The NATS client or server failed (connection closed for good, permission denied, protocol error); `cause` holds the nats error.'],
+  ERR_PROCWIRE_OUT_OF_MEMORY: ['OutOfMemoryError', RangeError,
+    'Memory for data from the peer could not be allocated; that channel was closed (the process goes on).'],
+  ERR_PROCWIRE_FRAME_TRUNCATED: ['FrameTruncatedError', Error,
+    'The peer closed the stream in the middle of a frame; the partial message was lost (close reason \'truncated\').'],
+  ERR_PROCWIRE_PROTOCOL: ['ProtocolError', Error,
+    'The peer broke procwire\'s control protocol (an invalid acknowledgement, count or size); the channel was closed (reason \'protocol-error\').'],
   ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
 };

@@ -15,6 +15,12 @@ const { invalidArg, validateObject, validateSize } = require('./validate');
 const auth = require('./auth');
 
 const DEFAULT_HELLO_TIMEOUT = 5000;
+// Connections a server lets wait for their hello at once; past it the one
+// that has waited longest is closed (and reported as 'reject'), so a crowd of
+// silent peers costs a bounded amount.
+const DEFAULT_MAX_PENDING_HELLOS = 128;
+// Accept failures (out of descriptors) are reported at most this often.
+const ACCEPT_ERROR_INTERVAL = 1000;
 
 // Which secret a listener or connector uses, or null for none:
 //   options.auth === false        no handshake (explicitly insecure);
@@ -110,6 +116,7 @@ function channelOptions(options, address) {
     maxMessageSize: options.maxMessageSize,
     highWaterMark: options.highWaterMark,
     maxQueuedBytes: options.maxQueuedBytes,
+    maxConcurrentRequests: options.maxConcurrentRequests,
     // Both ends of a named channel are procwire on one machine: large views
     // may go through shared memory. TCP never carries descriptors.
     segments: address.kind === 'unix',
@@ -119,8 +126,14 @@ function channelOptions(options, address) {
 }
 
 class Server extends EventEmitter {
+  // Made by listen(); called from user code with anything else, it throws a
+  // coded error.
   constructor(address, options) {
     super();
+    if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
+      throw invalidArg('Server is made by listen(address[, options][, onChannel])');
+    }
+    options = validateObject(options, 'options');
     this._address = address;
     this._options = options;
     this._listener = null;
@@ -129,6 +142,12 @@ class Server extends EventEmitter {
     this._secret = secretFor(address, options, 'server');
     this._keyFile = null;
     this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
+      2 ** 31 - 1);
+    // Channels whose hello is still running, oldest first.
+    this._pending = new Set();
+    this._lastAcceptError = 0;
+    this._suppressedAcceptErrors = 0;
     this.channels = new Set();
     const uid = process.getuid();
     this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
@@ -197,10 +216,7 @@ class Server extends EventEmitter {
   }
 
   _onConnections(fds, error) {
-    if (error < 0) {
-      const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept');
-      if (this.listenerCount('error') > 0) this.emit('error', err); else process.emitWarning(err);
-    }
+    if (error < 0) this._reportAcceptError(error);
     for (const fd of fds) {
       if (this._closed) {
         binding.closeFd(fd);
@@ -225,6 +241,23 @@ class Server extends EventEmitter {
     }
   }
 
+  // Out of descriptors (EMFILE/ENFILE): the addon sheds the pending
+  // connections and backs off; here the failure is reported at most once a
+  // second, with how many more were seen meanwhile.
+  _reportAcceptError(error) {
+    const now = Date.now();
+    if (now - this._lastAcceptError < ACCEPT_ERROR_INTERVAL) {
+      this._suppressedAcceptErrors++;
+      return;
+    }
+    const suppressed = this._suppressedAcceptErrors;
+    this._lastAcceptError = now;
+    this._suppressedAcceptErrors = 0;
+    const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
+      suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
+    if (this.listenerCount('error') > 0) this.emit('error', err); else process.emitWarning(err);
+  }
+
   // Nothing the peer sends is delivered, and the user never sees the
   // channel, until the peer proves it knows the secret.
   _admit(channel) {
@@ -232,14 +265,26 @@ class Server extends EventEmitter {
       this._accept(channel);
       return;
     }
+    // At the cap, the connection that has waited longest goes: an honest
+    // client finishes its hello in a round trip, so evicting the oldest
+    // keeps serving it while silent peers only push each other out.
+    if (this._pending.size >= this._maxPendingHellos) {
+      const oldest = this._pending.values().next().value;
+      this._pending.delete(oldest);
+      oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
+        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
+    }
+    this._pending.add(channel);
     const quiet = () => {};
     channel.on('error', quiet);
     auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
       () => {
+        this._pending.delete(channel);
         channel.off('error', quiet);
         if (this._closed) channel.destroy(); else this._accept(channel);
       },
       (err) => {
+        this._pending.delete(channel);
         channel.destroy();
         this.emit('reject', err);
       });
@@ -250,7 +295,10 @@ class Server extends EventEmitter {
   _listenTls(host) {
     const tls = require('tls');
     return new Promise((resolve, reject) => {
-      const srv = tls.createServer({ ...this._options.tls }, (socket) => this._onTlsSocket(socket));
+      // A connection that never completes its TLS handshake is cut off
+      // after helloTimeout (Node's own default is 120 s).
+      const handshakeTimeout = this._helloTimeout > 0 ? this._helloTimeout : undefined;
+      const srv = tls.createServer({ handshakeTimeout, ...this._options.tls }, (socket) => this._onTlsSocket(socket));
       srv.on('tlsClientError', (err, socket) => {
         if (socket) socket.destroy();
         this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED', `TLS handshake failed: ${err.message}`, err));
@@ -408,16 +456,28 @@ async function connectTls(address, options, secret, helloTimeout) {
   const tls = require('tls');
   const { StreamHandle } = require('./stream-handle');
   const host = address.host;
+  const started = Date.now();
   const socket = tls.connect({
     host, port: address.port, servername: net.isIP(host) ? undefined : host, ...options.tls,
   });
   await new Promise((resolve, reject) => {
-    socket.once('secureConnect', resolve);
+    // helloTimeout runs from the connect to the end of the hello, so a
+    // server that never answers the ClientHello cannot hold us forever.
+    const timer = helloTimeout > 0 ? setTimeout(() => {
+      socket.destroy();
+      reject(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
+        `TLS handshake with ${host}:${address.port} did not complete within ${helloTimeout} ms`));
+    }, helloTimeout) : null;
+    socket.once('secureConnect', () => {
+      if (timer !== null) clearTimeout(timer);
+      resolve();
+    });
     socket.once('error', (err) => {
       socket.destroy();
       // A certificate the client does not trust is an authentication failure.
       const code = err.code && /CERT|SELF_SIGNED|HOSTNAME|ALTNAME|UNABLE_TO_VERIFY/.test(err.code)
         ? 'ERR_PROCWIRE_AUTH_FAILED' : 'ERR_PROCWIRE_CONNECT_FAILED';
+      if (timer !== null) clearTimeout(timer);
       reject(makeError(code, `TLS connect to ${host}:${address.port} failed: ${err.message}`, err));
     });
   });
@@ -427,7 +487,8 @@ async function connectTls(address, options, secret, helloTimeout) {
     peer: { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized },
     createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
   });
-  await authenticateClient(channel, secret, address, helloTimeout);
+  const left = helloTimeout > 0 ? Math.max(1, helloTimeout - (Date.now() - started)) : 0;
+  await authenticateClient(channel, secret, address, left);
   return channel;
 }
 

@@ -16,6 +16,8 @@
 // confirmed so far, and onwrite(total) follows each write's callback, which
 // is how backpressure reaches Channel.send().
 
+const { makeError } = require('./errors');
+
 const FORMAT = { advanced: 0, json: 1 };
 const HEAD = 9;
 const BUCKETS = 32;
@@ -150,7 +152,10 @@ class StreamHandle {
       this._histogramIn[sizeBucket(Math.floor(chunk.length / frames))] += frames;
     }
     if (frames > 0) {
-      this._cb.onread(messages, errors);
+      let frameBytes = 0;
+      for (let i = 0; i < sizes.length; i++) frameBytes += sizes[i];
+      if (sizes.length !== frames) frameBytes = chunk.length;
+      this._cb.onread(messages, errors, 0, 0, frameBytes);
       if (this._closed) return;
     }
     if (fatal !== undefined) this._end(0, fatal);
@@ -159,14 +164,33 @@ class StreamHandle {
   // The stream ended (0), failed (-errno) or was found corrupt (err): once.
   _end(status, err) {
     if (this._ended || this._closed) return;
+    this._keepAlive(false);
+    if (status === 0 && err === undefined && this._framer.buffering() > 0) {
+      // The peer closed in the middle of a frame: say a message was lost.
+      err = makeError('ERR_PROCWIRE_FRAME_TRUNCATED',
+        `the peer closed the stream in the middle of a frame: ${this._framer.buffering()} bytes of a partial message were lost`);
+    }
     this._ended = true;
     if (this._stream !== null) this._stream.pause();
     this._cb.onend(status, err);
   }
 
-  // write(value) -> total bytes ever queued
+  // The largest payload accepted from now on (see NativeChannel's). false:
+  // a frame already buffered is over it.
+  setMaxMessageSize(max) {
+    this._max = max;
+    return typeof this._framer.setMaxMessageSize === 'function' ? this._framer.setMaxMessageSize(max) !== false : true;
+  }
+
+  // write(value) -> total bytes ever queued. A message over maxMessageSize
+  // is refused before anything is queued, as by the addon.
   write(value) {
     const frame = this._encode(this._format, value);
+    const payload = frame.length - (this._format === 1 ? 1 : 4);
+    if (payload > this._max) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${payload} bytes exceeds maxMessageSize (${this._max} bytes); nothing was sent`);
+    }
     this._counters.messagesOut++;
     this._histogramOut[sizeBucket(frame.length)]++;
     this._enqueue(frame);
@@ -211,28 +235,46 @@ class StreamHandle {
   readStart() {
     if (this._ended) return;
     this._reading = true;
+    this._keepAlive(false);
     if (this._stream !== null && !this._closed) this._stream.resume();
   }
 
   readStop() {
     this._reading = false;
     if (this._stream !== null && !this._closed) this._stream.pause();
+    this._keepAlive(this._refed && !this._ended && !this._closed);
+  }
+
+  // A paused stream stops reading, and a socket that does not read no longer
+  // keeps the process alive; a paused channel must, as a reading one does
+  // (the native channel keeps watching for hang-up instead). An idle timer
+  // holds the loop while paused and referenced.
+  _keepAlive(on) {
+    if (on && this._pausedTimer === undefined) {
+      this._pausedTimer = setInterval(() => {}, 2 ** 31 - 1);
+    } else if (!on && this._pausedTimer !== undefined) {
+      clearInterval(this._pausedTimer);
+      this._pausedTimer = undefined;
+    }
   }
 
   ref() {
     this._refed = true;
     if (this._stream !== null && typeof this._stream.ref === 'function') this._stream.ref();
+    if (!this._reading) this._keepAlive(!this._ended && !this._closed);
   }
 
   unref() {
     this._refed = false;
     if (this._stream !== null && typeof this._stream.unref === 'function') this._stream.unref();
+    this._keepAlive(false);
   }
 
   // Closes now: what is still queued is dropped.
   close() {
     if (this._closed) return;
     this._closed = true;
+    this._keepAlive(false);
     this._queue = [];
     this._queuedLength = 0;
     const stream = this._stream;

@@ -14,7 +14,7 @@ const { once } = require('events');
 const procwire = require('..');
 const {
   authenticate, resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile, NEW_CODES,
-  _internal: { HELLO, AUTH, AUTH_FAIL, computeMac },
+  _internal: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac },
 } = require('../lib/auth');
 
 const SECRET = 'correct horse battery staple 0123456789';
@@ -163,7 +163,7 @@ test('a side that is told AUTH_FAIL reports AUTH_FAILED, not just a close', TIME
   const s = await authServer(t, { secret: SECRET });
   const forger = await s.connect();
   const rec = recordInternal(forger);
-  forger.send({ cmd: HELLO, v: 1, nonce: crypto.randomBytes(32).toString('hex') });
+  forger.send({ cmd: HELLO, v: VERSION, nonce: crypto.randomBytes(32).toString('hex') });
   const { auth } = await s.next();
   await rec.waitFor(HELLO);
   forger.send({ cmd: AUTH, mac: crypto.randomBytes(32).toString('hex') });
@@ -232,7 +232,7 @@ test('user messages sent before the hello are refused even from a peer that know
   hostile.send({ smuggled: true });
   const rec = recordInternal(hostile);
   const nonce = crypto.randomBytes(32).toString('hex');
-  hostile.send({ cmd: HELLO, v: 1, nonce });
+  hostile.send({ cmd: HELLO, v: VERSION, nonce });
   const { channel, auth } = await s.next();
   const delivered = [];
   auth.catch(() => channel.on('message', (m) => delivered.push(m)));
@@ -263,26 +263,31 @@ test('user messages sent right after the client authenticates wait for the serve
   assert.deepStrictEqual(got, ['first', 'second']);
 });
 
-test('the server\'s own proof reflected back, or an old proof replayed, fails', TIMEOUT, async (t) => {
+test('the server proves nothing to an unproven client; an old proof replayed fails', TIMEOUT, async (t) => {
   const s = await authServer(t, { secret: SECRET });
 
-  // Reflection: send a hello, then answer the server's proof with itself.
-  const reflector = await s.connect();
-  const rec = recordInternal(reflector);
-  reflector.send({ cmd: HELLO, v: 1, nonce: crypto.randomBytes(32).toString('hex') });
+  // No oracle: a client that says hello and then a wrong proof never gets
+  // the server's proof (which a stranger could test secret guesses against
+  // offline), only AUTH_FAIL.
+  const stranger = await s.connect();
+  const rec = recordInternal(stranger);
+  stranger.send({ cmd: HELLO, v: VERSION, nonce: crypto.randomBytes(32).toString('hex') });
   const first = await s.next();
-  const serverProof = await rec.waitFor(AUTH);
-  reflector.send({ cmd: AUTH, mac: serverProof.mac });
+  await rec.waitFor(HELLO);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(!rec.seen.some((m) => m.cmd === AUTH), 'the server sent its proof before the client proved itself');
+  stranger.send({ cmd: AUTH, mac: crypto.randomBytes(32).toString('hex') });
   await assertRejectsCode(first.auth, 'ERR_PROCWIRE_AUTH_FAILED');
-  await closed(reflector);
+  await closed(stranger);
   assert.ok(rec.seen.some((m) => m.cmd === AUTH_FAIL));
+  assert.ok(!rec.seen.some((m) => m.cmd === AUTH), 'the server sent its proof to a client that failed');
 
   // Replay: a proof that was valid for one session (same client nonce) is
   // worthless in the next, because the server's nonce changed.
   const nonce = crypto.randomBytes(32).toString('hex');
   const honest = await s.connect();
   const recHonest = recordInternal(honest);
-  honest.send({ cmd: HELLO, v: 1, nonce });
+  honest.send({ cmd: HELLO, v: VERSION, nonce });
   const second = await s.next();
   const serverHello = await recHonest.waitFor(HELLO);
   const recorded = computeMac(Buffer.from(SECRET), 'client', nonce, serverHello.nonce).toString('hex');
@@ -290,7 +295,7 @@ test('the server\'s own proof reflected back, or an old proof replayed, fails', 
   await second.auth;
 
   const replayer = await s.connect();
-  replayer.send({ cmd: HELLO, v: 1, nonce });
+  replayer.send({ cmd: HELLO, v: VERSION, nonce });
   replayer.send({ cmd: AUTH, mac: recorded });
   const third = await s.next();
   await assertRejectsCode(third.auth, 'ERR_PROCWIRE_AUTH_FAILED');
@@ -320,7 +325,7 @@ test('a server that echoes the client\'s nonce back as its own is refused', TIME
 test('a channel that closes mid-handshake rejects with AUTH_FAILED and the reason', TIMEOUT, async (t) => {
   const s = await authServer(t, { secret: SECRET });
   const quitter = await s.connect();
-  quitter.send({ cmd: HELLO, v: 1, nonce: crypto.randomBytes(32).toString('hex') });
+  quitter.send({ cmd: HELLO, v: VERSION, nonce: crypto.randomBytes(32).toString('hex') });
   const { auth } = await s.next();
   quitter.close();
   await assert.rejects(auth, (err) => {

@@ -182,3 +182,66 @@ test(`fuzz: mutated hellos never authenticate (seed ${SEED})`, { timeout: 120_00
   }
   process.stdout.write(`# hello: ${attempts} mutated handshakes, all refused\n`);
 });
+
+test(`fuzz: the segment control protocol (acks, capabilities, announcements, descriptors) (seed ${SEED})`,
+  { timeout: 120_000 }, async () => {
+    if (!procwire.native) return;
+    const end = budget(0.15);
+    const fdsNow = () => fs.readdirSync('/proc/self/fd').length;
+    const name = `fs-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+    const server = procwire.listen(name, { auth: false });
+    await server.ready;
+    const values = [0, 1, -1, 2 ** 53, 2 ** 64, NaN, Infinity, -Infinity, 0.5, '1', null, undefined, {}, [], true, 1e300];
+    const pick = () => values[rand(values.length)];
+    const baseline = fdsNow();
+    const codes = new Set();
+    let rounds = 0;
+    try {
+      while (Date.now() < end) {
+        const accepted = once(server, 'channel');
+        const client = await procwire.connect(name, { auth: false, outOfLine: 'always' });
+        const [peer] = await accepted;
+        client.on('error', () => {});
+        peer.on('error', (err) => { assertCoded(err); codes.add(err.code); });
+        peer.on('messageerror', (err) => { assertCoded(err); codes.add(err.code); });
+        peer.on('message', () => {});
+        const closed = new Promise((resolve) => peer.once('close', (reason, err) => {
+          if (err) { assertCoded(err); codes.add(err.code); }
+          resolve(reason);
+        }));
+        for (let i = 0; i < 4; i++) {
+          switch (rand(5)) {
+            case 0: client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGACK', n: pick(), bytes: pick() }); break;
+            case 1: client._sendInternal({ cmd: 'NODE_PROCWIRE_CAPS', v: pick(), segments: pick() }); break;
+            case 2: {
+              // An announcement [0xFE][count] with 0-3 descriptors that may
+              // or may not be sealed memfds.
+              const fds = [];
+              const n = rand(4);
+              for (let k = 0; k < n; k++) fds.push(fs.openSync('/dev/null', 'r'));
+              const control = Buffer.from([0, 0, 0, 2, 0xfe, rand(256)]);
+              if (rand(3) === 0) control.writeUInt32BE(rand(8), 0);
+              client._sendRaw(control, fds);
+              for (const fd of fds) fs.closeSync(fd);
+              break;
+            }
+            case 3: client.send({ b: Buffer.alloc(rand(2) ? 300 * 1024 : 10, 1) }); break;
+            default: client._sendRaw(mutate(seeds[rand(seeds.length)]));
+          }
+        }
+        client.send({ last: true });
+        await Promise.race([closed, new Promise((r) => setTimeout(r, 100))]);
+        client.destroy();
+        peer.destroy();
+        await closed;
+        rounds++;
+      }
+      // Every descriptor that came with the hostile frames was closed.
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(fdsNow() <= baseline + 2, `descriptors leaked: ${fdsNow()} open, ${baseline} before`);
+    } finally {
+      server.close();
+    }
+    process.stdout.write(`# segments: ${rounds} rounds, codes seen: ${[...codes].join(' ')}\n`);
+    assert.ok(rounds >= 3, `only ${rounds} rounds ran`);
+  });

@@ -45,7 +45,7 @@ class NativeChannel extends StreamHandle {
     } else if (entry.kind === 'socket') {
       stream = entry.obj;
     } else if (entry.kind !== 'pending') {
-      throw new Error(`procwire fallback: descriptor ${fd} is not a socket`);
+      throw require('../errors').makeError('ERR_PROCWIRE_INVALID_ARG', `procwire fallback: descriptor ${fd} is not a socket`);
     }
     super(stream, callbacks, { format, maxMessageSize: max, connecting, encode, createFramer, fd });
     if (entry !== undefined && entry.kind === 'pending') {

@@ -14,6 +14,7 @@
 
 const v8 = require('v8');
 const util = require('util');
+const { scanForOversizedBuffers, TILDE } = require('./v8-scan');
 
 const state = {
   Buffer: require('buffer').Buffer,
@@ -236,8 +237,24 @@ function makeView(index, ab, offset, byteLength) {
   return new Ctor(ab, offset, byteLength / bytesPerElement(index));
 }
 
-function decodeAdvanced(view, copyViews) {
-  const [ab, base] = viewParts(view);
+// The largest maxByteLength a resizable ArrayBuffer may declare when the
+// caller gives no limit: the default maxMessageSize.
+const DEFAULT_MAX_BUFFER = 256 * 1024 * 1024;
+
+function decodeAdvanced(view, copyViews, maxBuffer = DEFAULT_MAX_BUFFER) {
+  const [ab, base, length] = viewParts(view);
+  // V8 reserves a resizable ArrayBuffer's maxByteLength before anything
+  // could check it; payloads holding the '~' tag byte are walked first.
+  const bytes = new Uint8Array(ab, base, length);
+  if (bytes.includes(TILDE)) {
+    const scan = scanForOversizedBuffers(bytes, maxBuffer);
+    if (scan === 'too-large') {
+      throw coded('ERR_PROCWIRE_DECODE', 'a resizable ArrayBuffer\'s maxByteLength exceeds maxMessageSize');
+    }
+    if (scan === 'inconclusive') {
+      throw coded('ERR_PROCWIRE_DECODE', 'payload could not be decoded (malformed around a resizable ArrayBuffer tag)');
+    }
+  }
   let des = null;
   try {
     des = new Decoder(view, ab, base, copyViews === true);
@@ -264,8 +281,8 @@ function encode(format, value) {
   return format === 1 ? encodeJson(value) : encodeAdvanced(value);
 }
 
-function decode(format, view, copyViews) {
-  return format === 1 ? decodeJson(view) : decodeAdvanced(view, copyViews);
+function decode(format, view, copyViews, maxBuffer) {
+  return format === 1 ? decodeJson(view) : decodeAdvanced(view, copyViews, maxBuffer);
 }
 
 function setup(Buffer, makeError) {

@@ -41,6 +41,7 @@ class JsFramer {
     this._header = new Uint8Array(HEADER);
     this._headerHave = 0;
     this._payload = null;
+    this._payloadLength = 0;
     this._payloadHave = 0;
     // json: pieces of the line so far.
     this._pieces = [];
@@ -51,6 +52,31 @@ class JsFramer {
   buffering() {
     if (this._format === 1) return this._pendingLength;
     return this._payload === null ? this._headerHave : HEADER + this._payloadHave;
+  }
+
+  // The largest payload accepted from now on, applied to a frame already
+  // buffered too. false: that frame is over the new limit and the stream has
+  // failed (push() reports the fatal error).
+  setMaxMessageSize(max) {
+    this._max = max;
+    if (this._failedDeclared >= 0) return false;
+    if (this._format === 1) {
+      if (this._pendingLength > max) this._fail(this._pendingLength);
+    } else if (this._payload !== null && this._payloadLength > max) {
+      this._fail(this._payloadLength);
+    }
+    return this._failedDeclared < 0;
+  }
+
+  // Room for `need` payload bytes in total, growing by doubling but never
+  // past the declared length: memory follows the bytes that arrived, not
+  // what the peer declared.
+  _reserve(need) {
+    const payload = this._payload;
+    if (payload.length >= need) return;
+    const grown = new Uint8Array(Math.min(this._payloadLength, Math.max(need, payload.length * 2, 64 * 1024)));
+    grown.set(payload.subarray(0, this._payloadHave), 0);
+    this._payload = grown;
   }
 
   _fatal(declared) {
@@ -75,7 +101,7 @@ class JsFramer {
     const deliver = (payload, copy) => {
       if (sizes !== undefined) sizes.push(payload.length + (this._format === 1 ? 1 : HEADER));
       try {
-        messages.push(this._decode(this._format, payload, copy));
+        messages.push(this._decode(this._format, payload, copy, this._max));
       } catch (err) {
         if (errors === undefined) errors = [];
         errors.push(messages.length, err);
@@ -106,15 +132,17 @@ class JsFramer {
           this._fail(length);
           return;
         }
-        this._payload = new Uint8Array(length);
+        this._payload = new Uint8Array(0);
+        this._payloadLength = length;
         this._payloadHave = 0;
       }
+      const take = Math.min(this._payloadLength - this._payloadHave, size - pos);
+      this._reserve(this._payloadHave + take);
       const payload = this._payload;
-      const take = Math.min(payload.length - this._payloadHave, size - pos);
       if (take > 0) payload.set(bytes.subarray(pos, pos + take), this._payloadHave);
       this._payloadHave += take;
       pos += take;
-      if (this._payloadHave < payload.length) return;
+      if (this._payloadHave < this._payloadLength) return;
       this._payload = null;
       this._headerHave = 0;
       this._payloadHave = 0;
@@ -137,9 +165,12 @@ class JsFramer {
         pos = end;
         continue;
       }
-      // Need more: keep the tail in a buffer sized for the whole payload.
+      // Need more: keep the tail; the buffer grows as the rest arrives.
       this._headerHave = HEADER;
-      this._payload = new Uint8Array(length);
+      this._payload = new Uint8Array(0);
+      this._payloadLength = length;
+      this._payloadHave = 0;
+      this._reserve(size - pos - HEADER);
       this._payload.set(bytes.subarray(pos + HEADER, size), 0);
       this._payloadHave = size - pos - HEADER;
       return;

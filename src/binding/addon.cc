@@ -140,10 +140,12 @@ class FramerWrap {
 };
 
 void FramerNew(const FunctionCallbackInfo<Value>& args) {
-  CHECK(args.IsConstructCall());
-  CHECK(args[1]->IsNumber());
+  if (!args.IsConstructCall() || !args[1]->IsNumber() || !(args[1].As<Number>()->Value() >= 0)) {
+    ThrowCodedError(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), "ERR_PROCWIRE_INVALID_ARG",
+                    "new NativeFramer(format, maxMessageSize): maxMessageSize must be a non-negative number");
+    return;
+  }
   const double max = args[1].As<Number>()->Value();
-  CHECK(max >= 0);
   new FramerWrap(args.GetIsolate(), args.This(), FormatArg(args[0]), static_cast<size_t>(max));
 }
 
@@ -169,7 +171,8 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
       self->reader.Push(chunk, view->ByteLength(), [&](const FrameReader::Frame& frame) {
         Local<Value> value;
         if (DecodePayload(data, context, format, frame.data, frame.size,
-                          frame.in_place ? &memory : nullptr, &value)) {
+                          frame.in_place ? &memory : nullptr, &value, nullptr,
+                          self->reader.max_payload_size())) {
           messages.push_back(value);
           return;
         }
@@ -183,7 +186,13 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
     return;
   }
   Local<Value> fatal = v8::Undefined(isolate);
-  if (fe != FramingError::kNone) {
+  if (fe == FramingError::kOutOfMemory) {
+    if (!MakeCodedError(data, context, "ERR_PROCWIRE_OUT_OF_MEMORY", "out of memory buffering a frame")
+             .ToLocal(&fatal)) {
+      try_catch.ReThrow();
+      return;
+    }
+  } else if (fe != FramingError::kNone) {
     char message[160];
     std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
                   static_cast<unsigned long long>(self->reader.error_declared_size()),
@@ -199,6 +208,22 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
                      : Local<Value>(Array::New(isolate, errors.data(), errors.size())),
       fatal};
   args.GetReturnValue().Set(Array::New(isolate, result, 3));
+}
+
+// setMaxMessageSize(n) -> false when a frame already buffered is over n
+// (the stream has then failed; the next push reports it).
+void FramerSetMax(const FunctionCallbackInfo<Value>& args) {
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
+  if (self == nullptr) return;
+  if (!args[0]->IsNumber() || !(args[0].As<Number>()->Value() >= 0)) {
+    ThrowCodedError(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), "ERR_PROCWIRE_INVALID_ARG",
+                    "maxMessageSize must be a non-negative number");
+    return;
+  }
+  const double max = args[0].As<Number>()->Value();
+  const FramingError e =
+      self->reader.SetMaxPayloadSize(max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max));
+  args.GetReturnValue().Set(e == FramingError::kNone);
 }
 
 void FramerBuffering(const FunctionCallbackInfo<Value>& args) {
@@ -367,6 +392,8 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   framer->InstanceTemplate()->SetInternalFieldCount(1);
   framer->PrototypeTemplate()->Set(OneByteString(isolate, "push"),
                                    FunctionTemplate::New(isolate, FramerPush, external));
+  framer->PrototypeTemplate()->Set(OneByteString(isolate, "setMaxMessageSize"),
+                                   FunctionTemplate::New(isolate, FramerSetMax, external));
   framer->PrototypeTemplate()->Set(OneByteString(isolate, "buffering"),
                                    FunctionTemplate::New(isolate, FramerBuffering, external));
   exports->Set(context, OneByteString(isolate, "NativeFramer"), framer->GetFunction(context).ToLocalChecked())

@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -40,6 +41,9 @@ namespace {
 
 // One read buffer; small messages arrive many to a read.
 constexpr size_t kReadBufferSize = 256 * 1024;
+// Decoded views shorter than this are copied out of the read block instead
+// of borrowing it (see ReadBlock::min_borrow).
+constexpr size_t kMinBorrowFromReadBlock = 4096;
 // Reads per wake-up, and bytes, before yielding to the rest of the loop, so
 // one busy peer cannot starve other handles.
 constexpr int kMaxReadsPerWake = 32;
@@ -63,9 +67,8 @@ void FreeBackingStore(void* data, size_t /*length*/, void* /*hint*/) { std::free
 // block for its next read.
 class ReadBlock final : public PayloadMemory {
  public:
-  ReadBlock() : data_(static_cast<uint8_t*>(std::malloc(kReadBufferSize))) {
-    if (data_ == nullptr) throw std::bad_alloc();
-  }
+  // Check data() for nullptr: a block that could not be allocated.
+  ReadBlock() : data_(static_cast<uint8_t*>(std::malloc(kReadBufferSize))) {}
   ~ReadBlock() override {
     if (!given_away_) std::free(data_);
   }
@@ -73,6 +76,10 @@ class ReadBlock final : public PayloadMemory {
   bool given_away() const { return given_away_; }
   void ReleaseArrayBuffer() { array_buffer_.Reset(); }
   const uint8_t* base() const override { return data_; }
+  // A retained small view would otherwise keep the whole 256 KiB block
+  // alive (2,000 one-byte Buffers pinned 1,904 blocks); below 4 KiB a copy
+  // costs less than the memory it would pin.
+  size_t min_borrow() const override { return kMinBorrowFromReadBlock; }
   MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
     if (array_buffer_.IsEmpty()) {
       std::unique_ptr<BackingStore> store =
@@ -162,21 +169,39 @@ class NativeChannel final : public Closable {
 
   // new Channel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
   // A threshold of -1 (or none) keeps every message inline; only channels to
-  // procwire peers over unix sockets get one.
+  // procwire peers over unix sockets get one. Bad arguments throw a coded
+  // error (never a CHECK): the constructor is reachable from user code.
   static void New(const FunctionCallbackInfo<Value>& args) {
     AddonData* data = AddonData::From(args);
     Local<Context> context = args.GetIsolate()->GetCurrentContext();
-    CHECK(args.IsConstructCall());
-    CHECK(args[0]->IsInt32() && args[1]->IsInt32() && args[2]->IsNumber() &&
-          args[3]->IsBoolean() && args[4]->IsObject());
-    CHECK(args[5]->IsUndefined() || args[5]->IsNumber());
+    auto bad = [&](const char* why) { ThrowCodedError(data, context, "ERR_PROCWIRE_INVALID_ARG", why); };
+    if (!args.IsConstructCall()) return bad("NativeChannel must be called with new");
+    if (!(args[0]->IsInt32() && args[1]->IsInt32() && args[2]->IsNumber() && args[3]->IsBoolean() &&
+          args[4]->IsObject())) {
+      return bad("NativeChannel(fd, format, maxMessageSize, connecting, callbacks): bad argument types");
+    }
+    if (!(args[5]->IsUndefined() || args[5]->IsNumber()) ||
+        !(args[6]->IsUndefined() || args[6]->IsFloat64Array())) {
+      return bad("NativeChannel: bad outOfLineThreshold or counters");
+    }
     const double ool_threshold = args[5]->IsNumber() ? args[5].As<Number>()->Value() : -1;
-    CHECK(args[6]->IsUndefined() || args[6]->IsFloat64Array());
     const int fd = args[0].As<Integer>()->Value();
     const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson
                                                                   : WireFormat::kAdvanced;
     const double max = args[2].As<Number>()->Value();
-    CHECK(max >= 0);
+    if (!(max >= 0)) return bad("NativeChannel: maxMessageSize must be a non-negative number");
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      return bad("NativeChannel: fd must be an open socket descriptor");
+    }
+    if (args[6]->IsFloat64Array() && args[6].As<v8::Float64Array>()->Length() < 2) {
+      return bad("NativeChannel: the counters array needs 2 elements");
+    }
+    for (const char* name : {"onread", "onwrite", "onend", "onconnect"}) {
+      Local<Value> fn;
+      if (!args[4].As<Object>()->Get(context, OneByteString(args.GetIsolate(), name)).ToLocal(&fn)) return;
+      if (!fn->IsFunction()) return bad("NativeChannel: callbacks need onread, onwrite, onend and onconnect");
+    }
     NativeChannel* self = new NativeChannel(data, context, args.This(), fd, format,
                                             static_cast<size_t>(max), args[3]->IsTrue(),
                                             args[4].As<Object>(), ool_threshold);
@@ -184,7 +209,6 @@ class NativeChannel final : public Closable {
       // Counters JavaScript reads without a call: [segment bytes sent,
       // segments sent]. The array stays alive with the channel.
       Local<v8::Float64Array> shared = args[6].As<v8::Float64Array>();
-      CHECK(shared->Length() >= 2);
       self->shared_counters_.Reset(args.GetIsolate(), shared);
       self->shared_ = reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) +
                                                 shared->ByteOffset());
@@ -200,6 +224,7 @@ class NativeChannel final : public Closable {
     if (!self->ool_send_ && !args[1]->IsArray()) {
       // The common case: everything inline, nothing to transfer.
       if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
+      if (!self->CheckSize(context, frame, 0)) return;
       self->Enqueue(frame);
       args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
       return;
@@ -210,8 +235,12 @@ class NativeChannel final : public Closable {
     if (args[1]->IsArray()) {
       Local<Array> list = args[1].As<Array>();
       for (uint32_t i = 0; i < list->Length(); i++) {
-        Local<Value> item = list->Get(context, i).ToLocalChecked();
-        CHECK(item->IsArrayBuffer());
+        Local<Value> item;
+        if (!list->Get(context, i).ToLocal(&item)) return;
+        if (!item->IsArrayBuffer()) {
+          ThrowCodedError(self->data_, context, "ERR_PROCWIRE_INVALID_ARG", "the transfer list holds only ArrayBuffers");
+          return;
+        }
         if (item.As<ArrayBuffer>()->WasDetached()) {
           ThrowCodedError(self->data_, context, "ERR_PROCWIRE_TRANSFER",
                           "a buffer in the transfer list is already detached");
@@ -221,6 +250,10 @@ class NativeChannel final : public Closable {
       }
     }
     if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame, &ool)) return;
+    if (!self->CheckSize(context, frame, ool.segment_bytes)) {
+      for (int fd : ool.fds) CloseFd(fd);
+      return;
+    }
     if (!ool.fds.empty()) {
       // The control frame goes first and carries the descriptors, so they
       // reach the peer no later than the frame that refers to them.
@@ -290,6 +323,29 @@ class NativeChannel final : public Closable {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     self->ool_send_ = self->ool_enabled_;
+  }
+
+  // setMaxMessageSize(n): the largest payload accepted from now on, applied
+  // at once to a partially buffered frame too (its declared length over n
+  // closes the channel with a framing error on the next read). The hello
+  // runs under a small limit, so an unauthenticated peer cannot make us
+  // buffer or decode more than a hello's worth.
+  static void SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    if (self == nullptr) return;
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    if (!args[0]->IsNumber() || !(args[0].As<Number>()->Value() >= 0)) {
+      ThrowCodedError(self->data_, context, "ERR_PROCWIRE_INVALID_ARG",
+                      "maxMessageSize must be a non-negative number");
+      return;
+    }
+    const double max = args[0].As<Number>()->Value();
+    const FramingError e =
+        self->reader_.SetMaxPayloadSize(max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max));
+    // false: a frame already buffered is over the new limit and the stream
+    // can no longer be framed; the caller closes the channel (a later read
+    // would report the same framing error).
+    args.GetReturnValue().Set(e == FramingError::kNone);
   }
 
   static void ReadStart(const FunctionCallbackInfo<Value>& args) {
@@ -376,6 +432,23 @@ class NativeChannel final : public Closable {
     return v.As<Function>();
   }
 
+  // The sender's side of maxMessageSize: a message whose payload (inline
+  // bytes plus its segments) is over the limit is refused before a byte is
+  // queued, so the peer never sees a frame it would have to reject.
+  bool CheckSize(Local<Context> context, EncodedFrame& frame, size_t segment_bytes) {
+    const size_t header = reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1;
+    const size_t payload = frame.size >= header ? frame.size - header : 0;
+    const size_t max = reader_.max_payload_size();
+    if (payload <= max && segment_bytes <= max - payload) return true;
+    std::free(frame.data);
+    frame.data = nullptr;
+    char message[160];
+    std::snprintf(message, sizeof(message), "message of %llu bytes exceeds maxMessageSize (%llu bytes); nothing was sent",
+                  static_cast<unsigned long long>(payload + segment_bytes), static_cast<unsigned long long>(max));
+    ThrowCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message);
+    return false;
+  }
+
   void Enqueue(const EncodedFrame& frame) {
     counters_.messages_out++;
     counters_.histogram_out[SizeBucket(frame.size)]++;
@@ -408,7 +481,11 @@ class NativeChannel final : public Closable {
     if (connecting_) {
       events = UV_WRITABLE;
     } else {
-      if (reading_) events |= UV_READABLE;
+      if (reading_) events |= UV_READABLE | UV_DISCONNECT;
+      // Paused by the user (not ended): the poll stays active watching for
+      // the peer's hang-up only, so a paused channel keeps the process
+      // alive exactly as a reading one does (the ref policy decides).
+      if (!reading_ && !ended_ && !peer_hung_up_) events |= UV_DISCONNECT;
       if (want_write_) events |= UV_WRITABLE;
     }
     if (events == poll_events_) return;
@@ -441,7 +518,12 @@ class NativeChannel final : public Closable {
         self->End(so_error != 0 ? -so_error : -ECONNREFUSED, Local<Value>());
         return;
       }
-      self->End(so_error != 0 ? -so_error : 0, Local<Value>());
+      const int end = so_error != 0 ? -so_error : 0;
+      if ((end == 0 || end == -ECONNRESET) && self->reader_.buffered() > 0) {
+        self->EndTruncated(context);
+        return;
+      }
+      self->End(end, Local<Value>());
       return;
     }
     if (self->connecting_) {
@@ -459,7 +541,15 @@ class NativeChannel final : public Closable {
       self->Call(self->on_write_, 1, argv);
       if (self->closing_) return;
     }
-    if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) self->OnReadable(context);
+    if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) {
+      self->OnReadable(context);
+    } else if ((events & UV_DISCONNECT) && !self->reading_) {
+      // The peer hung up while we are paused: the data before its hang-up
+      // is read (and the end seen) on resume; until then stop watching, as
+      // the condition is level-triggered and would wake us in a loop.
+      self->peer_hung_up_ = true;
+      self->UpdatePoll();
+    }
   }
 
   void FinishConnect() {
@@ -479,9 +569,27 @@ class NativeChannel final : public Closable {
     if (werr != 0) End(-werr, Local<Value>());
   }
 
+  // Allocation failure anywhere in the read path (the read block, the
+  // reassembly buffer, V8's own allocations that throw) closes this channel
+  // with ERR_PROCWIRE_OUT_OF_MEMORY instead of aborting the process.
+  void OnReadable(Local<Context> context) {
+    try {
+      ReadAll(context);
+    } catch (const std::bad_alloc&) {
+      if (closing_ || ended_) return;
+      Local<Value> err;
+      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                          "out of memory while reading from the peer; the channel was closed")
+               .ToLocal(&err)) {
+        return;
+      }
+      End(0, err);
+    }
+  }
+
   // Reads until the socket is empty or the per-wake budget is spent, then
   // hands every message of those reads to JavaScript in one call.
-  void OnReadable(Local<Context> context) {
+  void ReadAll(Local<Context> context) {
     Isolate* isolate = data_->isolate;
     std::vector<Local<Value>> messages;
     // Pairs (index in messages, error): the error happened before that message.
@@ -507,9 +615,15 @@ class NativeChannel final : public Closable {
           continue;
         }
       } else {
-        if (block_ == nullptr || block_->given_away()) {
+        if (block_ == nullptr || block_->given_away() || block_->data() == nullptr) {
           delete block_;
-          block_ = new ReadBlock();
+          block_ = nullptr;
+          ReadBlock* fresh = new ReadBlock();
+          if (fresh->data() == nullptr) {
+            delete fresh;
+            throw std::bad_alloc();
+          }
+          block_ = fresh;
         }
         r = ReceiveWithFds(fd_, block_->data(), kReadBufferSize, &fds);
         counters_.read_calls++;
@@ -538,7 +652,12 @@ class NativeChannel final : public Closable {
       }
       break;
     }
+    if (reader_.error() != FramingError::kNone && end_status == 1) end_status = -1000;
     if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
+    // The peer closed (or reset the connection, as a unix peer that exits
+    // with unread data does) with part of a frame buffered: a message was
+    // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
+    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = -1002;
 
     if (!messages.empty() || !errors.empty() || taken_segments_ > 0) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
@@ -547,12 +666,15 @@ class NativeChannel final : public Closable {
                                     : Local<Value>(Array::New(isolate, errors.data(), errors.size()));
       // Segments taken in this wake-up (count, bytes), so JavaScript can
       // acknowledge them to the sender, whose in-flight count bounds them.
+      // frameBytes: every byte this batch cost us (frames and their
+      // segments), so JavaScript can bound a backlog in bytes.
       Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
-                             Number::New(isolate, taken_segment_bytes_)};
-      const int argc = taken_segments_ > 0 ? 4 : 2;
+                             Number::New(isolate, taken_segment_bytes_),
+                             Number::New(isolate, frame_bytes_ + taken_segment_bytes_)};
       taken_segments_ = 0;
       taken_segment_bytes_ = 0;
-      Call(on_read_, argc, argv);
+      frame_bytes_ = 0;
+      Call(on_read_, 5, argv);
       if (closing_) return;
     }
     if (end_status == -1001) {
@@ -560,6 +682,14 @@ class NativeChannel final : public Closable {
       const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
                                                            : "too many unclaimed descriptors from the peer";
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
+      End(0, err);
+    } else if (end_status == -1000 && reader_.error() == FramingError::kOutOfMemory) {
+      Local<Value> err;
+      char message[160];
+      std::snprintf(message, sizeof(message),
+                    "out of memory buffering a frame of %llu bytes; the channel was closed",
+                    static_cast<unsigned long long>(reader_.error_declared_size()));
+      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
       End(0, err);
     } else if (end_status == -1000) {
       Local<Value> err;
@@ -570,15 +700,28 @@ class NativeChannel final : public Closable {
                     static_cast<unsigned long long>(reader_.max_payload_size()));
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
       End(0, err);
+    } else if (end_status == -1002) {
+      EndTruncated(context);
     } else if (end_status <= 0) {
       End(end_status, Local<Value>());
     }
+  }
+
+  void EndTruncated(Local<Context> context) {
+    Local<Value> err;
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
+                  static_cast<unsigned long long>(reader_.buffered()));
+    if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
+    End(0, err);
   }
 
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
                     std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
                     v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
+    frame_bytes_ += static_cast<double>(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1));
     if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
       TakeSegments(isolate, frame);
       return;
@@ -616,7 +759,7 @@ class NativeChannel final : public Closable {
       return;
     }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
-                      with_segments)) {
+                      with_segments, reader_.max_payload_size())) {
       messages->push_back(value);
       return;
     }
@@ -660,19 +803,26 @@ class NativeChannel final : public Closable {
       return;
     }
     next_segments_.clear();
+    size_t message_bytes = 0;
     for (size_t i = 0; i < count; i++) {
       const int fd = pending_fds_.front();
       pending_fds_.pop_front();
       int error = 0;
       Local<ArrayBuffer> ab;
       taken_segments_++;
-      if (bad_segments_ == nullptr && MapReceivedSegment(isolate, fd, &error).ToLocal(&ab)) {
+      // One message's segments together are held to maxMessageSize, as
+      // its inline bytes are; each is checked before it is mapped.
+      const size_t max = reader_.max_payload_size();
+      if (bad_segments_ == nullptr &&
+          MapReceivedSegment(isolate, fd, max - message_bytes, &error).ToLocal(&ab)) {
+        message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
         next_segments_.emplace_back(isolate, ab);
       } else if (bad_segments_ == nullptr) {
-        bad_segments_ = error == EPERM ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
-                                       : "a received segment could not be mapped";
+        bad_segments_ = error == EPERM   ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+                        : error == EFBIG ? "a received segment is larger than maxMessageSize"
+                                         : "a received segment could not be mapped";
         next_segments_.clear();
       }
       CloseFd(fd);
@@ -759,6 +909,10 @@ class NativeChannel final : public Closable {
   const char* bad_segments_ = nullptr;
   const char* segment_protocol_error_ = nullptr;
   bool too_many_fds_ = false;
+  // The peer hung up while reads were paused (see OnPoll).
+  bool peer_hung_up_ = false;
+  // Frame bytes delivered in the current batch (see ReadAll).
+  double frame_bytes_ = 0;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Optional counters shared with JavaScript (see New).
@@ -784,6 +938,12 @@ class NativeListener final : public Closable {
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
     poll_.data = this;
     CHECK_EQ(uv_poll_start(&poll_, UV_READABLE, OnPoll), 0);
+    CHECK_EQ(uv_timer_init(data->loop, &backoff_), 0);
+    backoff_.data = this;
+    // The timer only runs during a back-off, and the poll handle alone
+    // decides whether the listener keeps the process alive.
+    uv_unref(reinterpret_cast<uv_handle_t*>(&backoff_));
+    reserve_fd_ = OpenReserve();
     data->open_handles.insert(this);
   }
 
@@ -793,8 +953,15 @@ class NativeListener final : public Closable {
 
   // new Listener(fd, onconnection(fds[]))
   static void New(const FunctionCallbackInfo<Value>& args) {
-    CHECK(args.IsConstructCall());
-    CHECK(args[0]->IsInt32() && args[1]->IsFunction());
+    AddonData* data = AddonData::From(args);
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    struct stat st;
+    if (!args.IsConstructCall() || !args[0]->IsInt32() || !args[1]->IsFunction() ||
+        fstat(args[0].As<Integer>()->Value(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      ThrowCodedError(data, context, "ERR_PROCWIRE_INVALID_ARG",
+                      "new NativeListener(fd, onconnection): fd must be a listening socket");
+      return;
+    }
     new NativeListener(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), args.This(),
                        args[0].As<Integer>()->Value(), args[1].As<Function>());
   }
@@ -810,6 +977,36 @@ class NativeListener final : public Closable {
   }
 
  private:
+  // A descriptor kept in reserve for running out of them (as libuv does):
+  // on EMFILE/ENFILE it is closed, so that pending connections can be
+  // accepted and closed at once instead of waking us in a loop.
+  static int OpenReserve() { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+  // Out of descriptors: refuse what is pending (their peers see a close
+  // rather than hanging in the backlog), then stop polling for a while so a
+  // full table does not spin the loop; polling resumes after the back-off.
+  void ShedConnections() {
+    if (reserve_fd_ >= 0) {
+      CloseFd(reserve_fd_);
+      reserve_fd_ = -1;
+      for (int i = 0; i < 1024; i++) {
+        const int fd = AcceptConnection(fd_);
+        if (fd < 0) break;
+        CloseFd(fd);
+      }
+      reserve_fd_ = OpenReserve();
+    }
+    uv_poll_stop(&poll_);
+    uv_timer_start(&backoff_, OnBackoffDone, kBackoffMs, 0);
+  }
+
+  static void OnBackoffDone(uv_timer_t* timer) {
+    NativeListener* self = static_cast<NativeListener*>(timer->data);
+    if (self->closing_) return;
+    if (self->reserve_fd_ < 0) self->reserve_fd_ = OpenReserve();
+    uv_poll_start(&self->poll_, UV_READABLE, OnPoll);
+  }
+
   static void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     NativeListener* self = static_cast<NativeListener*>(handle->data);
     if (self->closing_) return;
@@ -825,8 +1022,10 @@ class NativeListener final : public Closable {
       const int fd = AcceptConnection(self->fd_);
       if (fd == -EAGAIN || fd == -EWOULDBLOCK) break;
       if (fd < 0) {
-        // EMFILE and friends: report, keep listening.
+        // EMFILE and friends: report (JavaScript rate-limits it), keep
+        // listening after a back-off.
         error = fd;
+        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) self->ShedConnections();
         break;
       }
       fds.push_back(Integer::New(isolate, fd));
@@ -844,17 +1043,23 @@ class NativeListener final : public Closable {
     data_->open_handles.erase(this);
     data_->closing_handles++;
     uv_poll_stop(&poll_);
-    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* h) {
+    uv_timer_stop(&backoff_);
+    // Two libuv handles: the object goes when the second has closed.
+    auto on_closed = [](uv_handle_t* h) {
       auto* self = static_cast<NativeListener*>(h->data);
+      if (--self->open_uv_handles_ > 0) return;
       AddonData* data = self->data_;
       delete self;
       data->HandleClosed();
-    });
+    };
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), on_closed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&backoff_), on_closed);
   }
 
  public:
   ~NativeListener() override {
     CloseFd(fd_);
+    CloseFd(reserve_fd_);
     if (!teardown_) {
       Isolate* isolate = data_->isolate;
       HandleScope scope(isolate);
@@ -864,9 +1069,14 @@ class NativeListener final : public Closable {
   }
 
  private:
+  static constexpr uint64_t kBackoffMs = 100;
+
   AddonData* data_;
   int fd_;
+  int reserve_fd_ = -1;
   uv_poll_t poll_;
+  uv_timer_t backoff_;
+  int open_uv_handles_ = 2;
   bool closing_ = false;
   bool teardown_ = false;
   node::async_context async_context_;
@@ -915,6 +1125,7 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
+  SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
   SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);

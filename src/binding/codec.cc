@@ -1,5 +1,7 @@
 #include "codec.h"
 
+#include "../core/v8_scan.h"
+
 #include <node_buffer.h>
 
 #include <fcntl.h>
@@ -288,7 +290,7 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
       return Fail("ERR_PROCWIRE_DECODE", "ArrayBufferView bytes run past the end of the payload");
     }
     // Aligned views borrow the input memory, as Node's do; others copy.
-    if (memory_ != nullptr && byte_length > 0) {
+    if (memory_ != nullptr && byte_length > 0 && byte_length >= memory_->min_borrow()) {
       const size_t offset = static_cast<const uint8_t*>(bytes) - memory_->base();
       if (offset % element == 0) {
         Local<ArrayBuffer> ab;
@@ -576,8 +578,26 @@ bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format,
 
 bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
                    const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   Local<Value>* out, InSegments* segments) {
+                   Local<Value>* out, InSegments* segments, uint64_t max_buffer) {
   Isolate* isolate = data->isolate;
+  // A resizable ArrayBuffer makes V8 reserve its maxByteLength before any
+  // check of ours could run: a 20-byte payload could ask for terabytes.
+  // Payloads without the '~' tag byte anywhere cannot hold one and are not
+  // scanned; the others are walked, and refused when one is over the limit
+  // or when the walk cannot follow them.
+  if (format == WireFormat::kAdvanced && size > 0 && std::memchr(payload, '~', size) != nullptr) {
+    const ScanResult scan = ScanForOversizedBuffers(payload, size, max_buffer);
+    if (scan == ScanResult::kTooLarge) {
+      ThrowCodedError(data, context, "ERR_PROCWIRE_DECODE",
+                      "a resizable ArrayBuffer's maxByteLength exceeds maxMessageSize");
+      return false;
+    }
+    if (scan == ScanResult::kInconclusive) {
+      ThrowCodedError(data, context, "ERR_PROCWIRE_DECODE",
+                      "payload could not be decoded (malformed around a resizable ArrayBuffer tag)");
+      return false;
+    }
+  }
   Local<Value> exception;
   const char* failure_code = nullptr;
   const char* failure_message = nullptr;

@@ -62,6 +62,10 @@ struct InSegments {
 bool EncodeFrame(AddonData* data, v8::Local<v8::Context> context, WireFormat format,
                  v8::Local<v8::Value> value, EncodedFrame* out, OutOfLine* ool = nullptr);
 
+// The default bound for resizable ArrayBuffers in decoded payloads: the
+// default maxMessageSize.
+constexpr uint64_t kDefaultMaxBuffer = uint64_t{256} << 20;
+
 // Where a payload's bytes live, so decoded views may borrow them instead of
 // copying (as Node's deserializer does for aligned views).
 class PayloadMemory {
@@ -71,14 +75,20 @@ class PayloadMemory {
   virtual const uint8_t* base() const = 0;
   // An ArrayBuffer over base(); empty when borrowing is not possible.
   virtual v8::MaybeLocal<v8::ArrayBuffer> GetArrayBuffer(v8::Isolate* isolate) = 0;
+  // Views shorter than this are copied rather than borrowed: a few bytes
+  // kept alive must not pin a whole large block (a channel's read block).
+  virtual size_t min_borrow() const { return 0; }
 };
 
 // Decodes one payload (no length header / no terminator). memory may be null
 // (views are then copied). Returns false with a coded error pending
 // (ERR_PROCWIRE_DECODE or a more specific code) when the payload is invalid.
+// max_buffer: the largest maxByteLength a resizable ArrayBuffer in the
+// payload may declare (V8 reserves it up front); larger is a decode error.
 bool DecodePayload(AddonData* data, v8::Local<v8::Context> context, WireFormat format,
                    const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   v8::Local<v8::Value>* out, InSegments* segments = nullptr);
+                   v8::Local<v8::Value>* out, InSegments* segments = nullptr,
+                   uint64_t max_buffer = kDefaultMaxBuffer);
 
 // Index of a top-level message's size bucket for the log-spaced histograms:
 // bucket i holds sizes in [2^i, 2^(i+1)), bucket 0 also holds 0.

@@ -79,11 +79,18 @@ int FindAllocatedSegment(const void* data, size_t* size) {
   return it->second.fd;
 }
 
-v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, int* error) {
+v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size,
+                                                   int* error) {
   size_t size = 0;
   const int r = VerifySegment(fd, &size);
   if (r < 0) {
     *error = -r;
+    return {};
+  }
+  if (size > max_size) {
+    // A sparse memfd costs the sender nothing; the receiver's limit holds
+    // for segments as for inline frames.
+    *error = EFBIG;
     return {};
   }
   void* data = MapSegment(fd, size, /*shared=*/false, error);

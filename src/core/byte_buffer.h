@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -28,21 +29,41 @@ class ByteBuffer {
   size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
 
-  // Makes room for at least n bytes in total. Aborts on allocation failure,
-  // as operator new would: callers bound n before asking.
+  // Makes room for at least n bytes in total. Throws std::bad_alloc on
+  // allocation failure, as operator new would; TryReserve reports it instead.
   void Reserve(size_t n) {
-    if (n <= capacity_) return;
+    if (!TryReserve(n)) throw std::bad_alloc();
+  }
+
+  // Makes room for at least n bytes in total; false (nothing changed) when
+  // the memory cannot be had.
+  bool TryReserve(size_t n) {
+    if (n <= capacity_) return true;
     void* p = std::realloc(data_, n);
-    if (p == nullptr) throw std::bad_alloc();
+    if (p == nullptr) return false;
     data_ = static_cast<uint8_t*>(p);
     capacity_ = n;
+    return true;
   }
 
   void Append(const uint8_t* src, size_t n) {
-    if (n == 0) return;
-    if (size_ + n > capacity_) Reserve(Grow(size_ + n));
+    if (!TryAppend(src, n)) throw std::bad_alloc();
+  }
+
+  // Appends n bytes, growing geometrically but never past `limit` bytes of
+  // capacity (unless the bytes themselves need more), so a buffer for a
+  // frame of known size does not overshoot it. False (nothing appended)
+  // when the memory cannot be had.
+  bool TryAppend(const uint8_t* src, size_t n, size_t limit = SIZE_MAX) {
+    if (n == 0) return true;
+    if (size_ + n > capacity_) {
+      size_t cap = Grow(size_ + n);
+      if (cap > limit) cap = limit < size_ + n ? size_ + n : limit;
+      if (!TryReserve(cap)) return false;
+    }
     std::memcpy(data_ + size_, src, n);
     size_ += n;
+    return true;
   }
 
   // Accounts n bytes written directly into data() + size().
@@ -68,7 +89,11 @@ class ByteBuffer {
  private:
   size_t Grow(size_t need) const {
     size_t cap = capacity_ < 64 ? 64 : capacity_;
-    while (cap < need) cap *= 2;
+    while (cap < need) {
+      // Doubling cannot wrap: past half of SIZE_MAX, ask for exactly `need`.
+      if (cap > SIZE_MAX / 2) return need;
+      cap *= 2;
+    }
     return cap;
   }
 

@@ -9,6 +9,10 @@ namespace {
 // A reassembly buffer this large is given back after use rather than kept for
 // the next frame, so one huge message does not pin its memory forever.
 constexpr size_t kMaxRetainedCapacity = 1 << 20;
+// A direct read into the reassembly buffer is offered at least this much
+// room (when the frame needs it): the buffer grows by doubling from here, so
+// memory stays proportional to the bytes that actually arrived.
+constexpr size_t kMinTailGrowth = 256 * 1024;
 
 }  // namespace
 
@@ -73,7 +77,10 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
       Fail(FramingError::kMessageTooLarge, pending_.size() + take);
       return size;
     }
-    pending_.Append(data, take);
+    if (!pending_.TryAppend(data, take)) {
+      Fail(FramingError::kOutOfMemory, pending_.size() + take);
+      return size;
+    }
     if (nl == nullptr) return size;
     *complete = true;
     return take + 1;
@@ -81,7 +88,10 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
   size_t pos = 0;
   if (pending_.size() < kAdvancedHeaderSize) {
     const size_t take = std::min(kAdvancedHeaderSize - pending_.size(), size);
-    pending_.Append(data, take);
+    if (!pending_.TryAppend(data, take)) {
+      Fail(FramingError::kOutOfMemory, kAdvancedHeaderSize);
+      return size;
+    }
     pos += take;
     if (pending_.size() < kAdvancedHeaderSize) return pos;
     const uint32_t length = ReadU32BigEndian(pending_.data());
@@ -89,11 +99,15 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
       Fail(FramingError::kMessageTooLarge, length);
       return size;
     }
+    // Nothing is reserved for the declared length: the buffer grows only
+    // with the bytes that arrive.
     pending_need_ = kAdvancedHeaderSize + static_cast<size_t>(length);
-    pending_.Reserve(pending_need_);
   }
   const size_t take = std::min(pending_need_ - pending_.size(), size - pos);
-  pending_.Append(data + pos, take);
+  if (!pending_.TryAppend(data + pos, take, pending_need_)) {
+    Fail(FramingError::kOutOfMemory, pending_need_);
+    return size;
+  }
   pos += take;
   *complete = pending_.size() == pending_need_;
   return pos;
@@ -107,10 +121,32 @@ FrameReader::Tail FrameReader::WritableTail() {
       pending_.size() < kAdvancedHeaderSize || pending_.size() >= pending_need_) {
     return Tail{nullptr, 0};
   }
-  // The capacity was reserved when the header became known.
+  // Grow by doubling, capped at the frame's size: a peer that declares a
+  // large frame and sends little of it holds only about twice what it sent.
   const size_t have = pending_.size();
-  pending_.Reserve(pending_need_);
-  return Tail{pending_.data() + have, pending_need_ - have};
+  if (pending_.capacity() - have < kMinTailGrowth && pending_.capacity() < pending_need_) {
+    size_t want = std::max(pending_.capacity() * 2, have + kMinTailGrowth);
+    if (want > pending_need_) want = pending_need_;
+    if (!pending_.TryReserve(want)) {
+      Fail(FramingError::kOutOfMemory, pending_need_);
+      return Tail{nullptr, 0};
+    }
+  }
+  const size_t room = std::min(pending_.capacity(), pending_need_) - have;
+  return Tail{pending_.data() + have, room};
+}
+
+FramingError FrameReader::SetMaxPayloadSize(size_t max) {
+  max_payload_size_ = max;
+  if (error_ != FramingError::kNone) return error_;
+  if (format_ == WireFormat::kAdvanced) {
+    if (pending_.size() >= kAdvancedHeaderSize && pending_need_ - kAdvancedHeaderSize > max) {
+      Fail(FramingError::kMessageTooLarge, pending_need_ - kAdvancedHeaderSize);
+    }
+  } else if (pending_.size() > max) {
+    Fail(FramingError::kMessageTooLarge, pending_.size());
+  }
+  return error_;
 }
 
 void FrameReader::ReleasePending() {

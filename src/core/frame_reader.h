@@ -29,6 +29,11 @@ enum class FramingError : uint8_t {
   kNone = 0,
   // A length header (or, for json, a line) exceeds the configured maximum.
   kMessageTooLarge = 1,
+  // Memory for the frame in progress could not be allocated. The reader
+  // never allocates more than the bytes that have arrived (growing
+  // geometrically, capped at the declared size), so this means the process
+  // itself is short of memory; the stream is given up rather than aborted.
+  kOutOfMemory = 2,
 };
 
 constexpr size_t kAdvancedHeaderSize = 4;
@@ -124,6 +129,14 @@ class FrameReader {
 
   // Bytes held for a frame that spans reads.
   size_t buffered() const { return pending_.size(); }
+  // Bytes allocated for it (at least buffered()); grows with the bytes that
+  // arrive, never ahead of them by more than a doubling or one tail.
+  size_t reserved() const { return pending_.capacity(); }
+  // Changes the largest payload accepted, at once: a partial frame already
+  // buffered whose declared length (or, for json, whose bytes so far) is
+  // over the new limit fails the stream with kMessageTooLarge. Returns the
+  // reader's error state afterwards.
+  FramingError SetMaxPayloadSize(size_t max);
   FramingError error() const { return error_; }
   uint64_t error_declared_size() const { return error_declared_size_; }
   WireFormat format() const { return format_; }
@@ -182,13 +195,15 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size,
       Fail(r.error, r.declared_size);
       return error_;
     }
-    // Need more: keep the tail. Reserve what the frame needs in one go so a
-    // large frame is not grown piecemeal.
-    if (r.size_hint != 0) {
-      pending_.Reserve(r.size_hint);
-      pending_need_ = r.size_hint;
+    // Need more: keep the tail. Only the bytes that arrived are stored; the
+    // buffer grows as more come (geometrically, capped at the declared
+    // size), so a header alone cannot make us allocate what it declares.
+    if (r.size_hint != 0) pending_need_ = r.size_hint;
+    if (!pending_.TryAppend(data + pos, size - pos,
+                            pending_need_ != 0 ? pending_need_ : SIZE_MAX)) {
+      Fail(FramingError::kOutOfMemory, pending_need_);
+      return error_;
     }
-    pending_.Append(data + pos, size - pos);
     // For json the tail cannot contain '\n' (ParseFrame found none), so the
     // pending line only needs the size check.
     if (format_ == WireFormat::kJson && pending_.size() > max_payload_size_) {

@@ -57,7 +57,10 @@ int FinishConnect(int fd, const sockaddr* addr, socklen_t len, bool* in_progress
     r = connect(fd, addr, len);
   } while (r < 0 && errno == EINTR);
   if (r == 0) return fd;
-  if (errno == EINPROGRESS || errno == EAGAIN) {
+  // Only EINPROGRESS means "connecting". On a unix socket EAGAIN means the
+  // server's backlog is full (nobody is accepting): a failed connect, not
+  // one in progress that would later look connected and then fail.
+  if (errno == EINPROGRESS) {
     *in_progress = true;
     return fd;
   }

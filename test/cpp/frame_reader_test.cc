@@ -664,7 +664,7 @@ TEST(FrameReader, WritableTailIsEmptyWithoutAKnownLength) {
 }
 
 TEST(FrameReader, WritableTailReadsLargeFrameDirectly) {
-  const size_t kSize = 300000;
+  const size_t kSize = 700000;
   const std::string payload = Pattern(kSize, 3);
   const std::string s = Adv(payload) + Adv("after");
   FrameReader reader(WireFormat::kAdvanced, 1 << 20);
@@ -672,20 +672,25 @@ TEST(FrameReader, WritableTailReadsLargeFrameDirectly) {
   ASSERT_EQ(PushChunk(reader, col, U8(s), 1004), FramingError::kNone);
   EXPECT_EQ(reader.buffered(), 1004u);
 
-  FrameReader::Tail t = reader.WritableTail();
-  ASSERT_NE(t.data, nullptr);
-  ASSERT_EQ(t.size, kSize - 1000);
-  std::memcpy(t.data, s.data() + 1004, 100000);
-  reader.CommitTail(100000, col);
-  EXPECT_TRUE(col.frames.empty());
-  EXPECT_EQ(reader.buffered(), 101004u);
-
-  // The tail continues where the last commit stopped, in the same block.
-  FrameReader::Tail t2 = reader.WritableTail();
-  EXPECT_EQ(t2.data, t.data + 100000);
-  ASSERT_EQ(t2.size, kSize - 101000);
-  std::memcpy(t2.data, s.data() + 101004, t2.size);
-  reader.CommitTail(t2.size, col);
+  // The tail grows with the bytes (by doubling, at least 256 KiB at a
+  // time), never to the declared size at once, and ends exactly at it.
+  size_t at = 1004;
+  int tails = 0;
+  while (col.frames.empty()) {
+    FrameReader::Tail t = reader.WritableTail();
+    ASSERT_NE(t.data, nullptr);
+    ASSERT_GT(t.size, 0u);
+    ASSERT_LE(at + t.size, 4 + kSize);
+    // At most two growth steps ahead of the bytes (see WritableTail).
+    EXPECT_LE(reader.reserved(), 2 * at + 512 * 1024 + 64);
+    const size_t take = std::min<size_t>(t.size, 100000);
+    std::memcpy(t.data, s.data() + at, take);
+    reader.CommitTail(take, col);
+    at += take;
+    tails++;
+  }
+  EXPECT_EQ(at, 4 + kSize);
+  EXPECT_GE(tails, 7);
   ASSERT_EQ(col.frames.size(), 1u);
   EXPECT_FALSE(col.frames[0].in_place);
   EXPECT_TRUE(col.frames[0].payload == payload);
@@ -697,6 +702,68 @@ TEST(FrameReader, WritableTailReadsLargeFrameDirectly) {
   ASSERT_EQ(col.frames.size(), 2u);
   EXPECT_EQ(col.frames[1].payload, "after");
   EXPECT_TRUE(col.frames[1].in_place);
+}
+
+TEST(FrameReader, DeclaredLengthIsNeverReservedAhead) {
+  // A header declaring almost 256 MiB, then a few bytes: the reader holds
+  // about what arrived (the old reader reserved the whole frame, which
+  // under an address-space limit became an abort).
+  FrameReader reader(WireFormat::kAdvanced, 256u << 20);
+  Collector col;
+  std::string s = "\x0f\xff\xff\xff" + std::string(1000, 'x');
+  ASSERT_EQ(PushStr(reader, col, s), FramingError::kNone);
+  EXPECT_EQ(reader.buffered(), s.size());
+  EXPECT_LE(reader.reserved(), 4096u);
+  for (int i = 0; i < 100; i++) ASSERT_EQ(PushStr(reader, col, std::string(1000, 'y')), FramingError::kNone);
+  EXPECT_LE(reader.reserved(), 2 * reader.buffered());
+  // The direct-read tail offers a bounded step, not the rest of the frame.
+  FrameReader::Tail t = reader.WritableTail();
+  ASSERT_NE(t.data, nullptr);
+  EXPECT_LE(t.size, 2 * reader.buffered() + 256 * 1024);
+}
+
+TEST(FrameReader, LoweringTheLimitFailsAnOversizedBufferedFrame) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  Collector col;
+  ASSERT_EQ(PushStr(reader, col, Adv("ok") + std::string("\x00\x01\x00\x00", 4) + "abc"), FramingError::kNone);
+  ASSERT_EQ(col.frames.size(), 1u);
+  EXPECT_EQ(reader.SetMaxPayloadSize(1024), FramingError::kMessageTooLarge);
+  EXPECT_EQ(reader.error_declared_size(), 65536u);
+  EXPECT_EQ(reader.buffered(), 0u);
+  EXPECT_EQ(PushStr(reader, col, Adv("x")), FramingError::kMessageTooLarge);
+  EXPECT_EQ(col.frames.size(), 1u);
+}
+
+TEST(FrameReader, LoweringTheLimitKeepsAFittingBufferedFrameAndAppliesToLaterOnes) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  Collector col;
+  const std::string small = Adv(std::string(100, 'a'));
+  ASSERT_EQ(PushStr(reader, col, small.substr(0, 50)), FramingError::kNone);
+  EXPECT_EQ(reader.SetMaxPayloadSize(100), FramingError::kNone);
+  ASSERT_EQ(PushStr(reader, col, small.substr(50)), FramingError::kNone);
+  ASSERT_EQ(col.frames.size(), 1u);
+  EXPECT_EQ(PushStr(reader, col, Adv(std::string(101, 'b'))), FramingError::kMessageTooLarge);
+  // A partial header is not judged until it is whole.
+  FrameReader r2(WireFormat::kAdvanced, 1 << 20);
+  ASSERT_EQ(PushStr(r2, col, std::string("\x00\x10", 2)), FramingError::kNone);
+  EXPECT_EQ(r2.SetMaxPayloadSize(10), FramingError::kNone);
+  EXPECT_EQ(PushStr(r2, col, std::string("\x00\x00", 2)), FramingError::kMessageTooLarge);
+  // Raising it again restores large frames.
+  FrameReader r3(WireFormat::kAdvanced, 10);
+  EXPECT_EQ(r3.SetMaxPayloadSize(1 << 20), FramingError::kNone);
+  ASSERT_EQ(PushStr(r3, col, Adv(std::string(1000, 'c'))), FramingError::kNone);
+}
+
+TEST(FrameReader, LoweringTheLimitUnderAPendingJsonLine) {
+  FrameReader reader(WireFormat::kJson, 1 << 20);
+  Collector col;
+  ASSERT_EQ(PushStr(reader, col, std::string(50, 'x')), FramingError::kNone);
+  EXPECT_EQ(reader.SetMaxPayloadSize(40), FramingError::kMessageTooLarge);
+  FrameReader ok(WireFormat::kJson, 1 << 20);
+  ASSERT_EQ(PushStr(ok, col, std::string(30, 'x')), FramingError::kNone);
+  EXPECT_EQ(ok.SetMaxPayloadSize(40), FramingError::kNone);
+  ASSERT_EQ(PushStr(ok, col, "y\n"), FramingError::kNone);
+  EXPECT_EQ(col.frames.back().payload, std::string(30, 'x') + "y");
 }
 
 TEST(FrameReader, WritableTailMixedWithPush) {
@@ -766,9 +833,10 @@ TEST(FrameReader, LargeReassemblyBufferIsReleased) {
   FrameReader reader(WireFormat::kAdvanced, 16 << 20);
   const size_t base = AllocatedBytes();
   Growth g = ReassembleFrame(reader, kBig);
-  // The whole frame was reserved once its header was known...
-  EXPECT_GE(g.pending, kBig);
-  // ...and given back once delivered.
+  // Nothing was reserved for the declared length when the header arrived
+  // (memory follows the bytes: 10 of them here)...
+  EXPECT_LT(g.pending, size_t{4096});
+  // ...and the block the frame grew into was given back once delivered.
   const size_t now = AllocatedBytes();
   EXPECT_LT(now > base ? now - base : 0, size_t{256} << 10);
 }
