@@ -47,8 +47,10 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
-// Received descriptors waiting for their control frame. A peer that sends
-// more than this without announcing them is broken or hostile.
+// Received descriptors waiting for the frame that claims them (a segment
+// announcement, or a NODE_HANDLE message on channels that take handles).
+// They only wait while that frame is still incomplete; a peer that gets more
+// than this many in flight that way is broken or hostile.
 constexpr size_t kMaxPendingFds = 256;
 // First payload byte of the control frame that announces a message's
 // segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
@@ -286,6 +288,15 @@ class NativeChannel final : public Closable {
   // out of line from now on. (Until then everything goes inline, so a peer
   // without shared-memory support, such as one on the JS fallback, is never
   // sent a descriptor.)
+  // acceptHandles(): descriptors that arrive with a NODE_HANDLE message are
+  // handed to JavaScript (the 6th argument of onread) instead of being
+  // closed. Only fork channels and named unix channels call this.
+  static void AcceptHandles(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->handles_enabled_ = true;
+  }
+
   static void EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -486,6 +497,8 @@ class NativeChannel final : public Closable {
     std::vector<Local<Value>> messages;
     // Pairs (index in messages, error): the error happened before that message.
     std::vector<Local<Value>> errors;
+    // Pairs (index in messages, descriptor) for NODE_HANDLE messages.
+    std::vector<Local<Value>> handle_fds;
     int end_status = 1;  // 1: still open; 0: end of stream; <0: -errno.
     size_t bytes_this_wake = 0;
     std::vector<int> fds;
@@ -502,7 +515,7 @@ class NativeChannel final : public Closable {
           bytes_this_wake += r.bytes;
           v8::TryCatch try_catch(isolate);
           reader_.CommitTail(static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-            DeliverFrame(context, nullptr, f, &messages, &errors, &try_catch);
+            DeliverFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
           });
           continue;
         }
@@ -521,7 +534,7 @@ class NativeChannel final : public Closable {
           ReadBlock* block = block_;
           const FramingError fe =
               reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-                DeliverFrame(context, block, f, &messages, &errors, &try_catch);
+                DeliverFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
           if (fe != FramingError::kNone) {
             end_status = -1000;  // framing error, reported below
@@ -539,8 +552,12 @@ class NativeChannel final : public Closable {
       break;
     }
     if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
+    // A descriptor rides on the first byte of the frame that claims it, so
+    // once every byte read so far belongs to a complete frame, a descriptor
+    // still unclaimed was never announced: it is closed now rather than held.
+    if (reader_.buffered() == 0) ClosePendingFds();
 
-    if (!messages.empty() || !errors.empty() || taken_segments_ > 0) {
+    if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
       Local<Value> error_list = errors.empty()
                                     ? Local<Value>(v8::Undefined(isolate))
@@ -549,10 +566,15 @@ class NativeChannel final : public Closable {
       // acknowledge them to the sender, whose in-flight count bounds them.
       Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
                              Number::New(isolate, taken_segment_bytes_)};
-      const int argc = taken_segments_ > 0 ? 4 : 2;
+      // The 5th argument (frame bytes) is not computed here; 0 stands for it.
+      Local<Value> fd_list = handle_fds.empty()
+                                 ? Local<Value>(v8::Undefined(isolate))
+                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size()));
+      Local<Value> argv6[] = {argv[0], argv[1], argv[2], argv[3], Integer::New(isolate, 0), fd_list};
+      const int argc = !handle_fds.empty() ? 6 : taken_segments_ > 0 ? 4 : 2;
       taken_segments_ = 0;
       taken_segment_bytes_ = 0;
-      Call(on_read_, argc, argv);
+      Call(on_read_, argc, argc == 6 ? argv6 : argv);
       if (closing_) return;
     }
     if (end_status == -1001) {
@@ -577,7 +599,7 @@ class NativeChannel final : public Closable {
 
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
                     std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
-                    v8::TryCatch* try_catch) {
+                    std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
     if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
       TakeSegments(isolate, frame);
@@ -617,6 +639,13 @@ class NativeChannel final : public Closable {
     }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
                       with_segments)) {
+      if (handles_enabled_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
+        // Node's protocol: the descriptor that arrived with (or before) a
+        // NODE_HANDLE message is that message's handle.
+        handle_fds->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
+        handle_fds->push_back(Integer::New(isolate, pending_fds_.front()));
+        pending_fds_.pop_front();
+      }
       messages->push_back(value);
       return;
     }
@@ -635,15 +664,37 @@ class NativeChannel final : public Closable {
   // read, before that read's frames are parsed, because the descriptors
   // travel with the first byte of their control frame.
   void AdoptFds(std::vector<int>* fds) {
+    const bool takes_fds = ool_enabled_ || handles_enabled_;
     for (int fd : *fds) {
-      if (ool_enabled_ && pending_fds_.size() < kMaxPendingFds) {
+      if (takes_fds && pending_fds_.size() < kMaxPendingFds) {
         pending_fds_.push_back(fd);
       } else {
         CloseFd(fd);
-        if (ool_enabled_) too_many_fds_ = true;
+        if (takes_fds) too_many_fds_ = true;
       }
     }
     fds->clear();
+  }
+
+  void ClosePendingFds() {
+    for (int fd : pending_fds_) CloseFd(fd);
+    pending_fds_.clear();
+  }
+
+  // True for { cmd: 'NODE_HANDLE', ... }: a plain decoded object, so reading
+  // cmd runs no user code.
+  bool IsHandleMessage(Local<Context> context, Local<Value> value) {
+    if (!value->IsObject() || value->IsArrayBufferView()) return false;
+    Isolate* isolate = data_->isolate;
+    Local<v8::String> key = v8::String::NewFromUtf8Literal(isolate, "cmd");
+    Local<Object> object = value.As<Object>();
+    // Own data properties only: nothing inherited (a patched prototype) runs.
+    if (!object->HasOwnProperty(context, key).FromMaybe(false)) return false;
+    Local<Value> cmd;
+    if (!object->Get(context, key).ToLocal(&cmd)) return false;
+    if (!cmd->IsString()) return false;
+    v8::String::Utf8Value text(isolate, cmd);
+    return text.length() == 11 && std::memcmp(*text, "NODE_HANDLE", 11) == 0;
   }
 
   // A control frame [0xFE][n]: the next frame's n segments are the next n
@@ -759,6 +810,7 @@ class NativeChannel final : public Closable {
   const char* bad_segments_ = nullptr;
   const char* segment_protocol_error_ = nullptr;
   bool too_many_fds_ = false;
+  bool handles_enabled_ = false;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Optional counters shared with JavaScript (see New).
@@ -915,6 +967,7 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
+  SetMethod(isolate, ch, external, "acceptHandles", NativeChannel::AcceptHandles);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
   SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);
