@@ -5,9 +5,9 @@
 
 const EventEmitter = require('events');
 const { binding, FORMAT } = require('./native');
-const { makeError, systemError } = require('./errors');
+const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
-const { HandleProtocol } = require('./child-process-ipc');
+const { HandleProtocol, handleType } = require('./child-process-ipc');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -214,6 +214,7 @@ class Channel extends EventEmitter {
   _send(message, handle, options, callback) {
     if (this._handles === null) {
       if (handle !== undefined && handle !== null) {
+        if (handleType(handle) === null) throw nodeError('ERR_INVALID_HANDLE_TYPE');
         throw makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
           `a ${this.transport} channel cannot pass handles; only unix sockets (fork, named channels) can`);
       }
