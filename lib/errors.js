@@ -58,6 +58,8 @@ const CODES = {
     'The native addon could not be loaded.'],
   ERR_PROCWIRE_NATS: ['NatsError', Error,
     'The NATS client or server failed (connection closed for good, permission denied, protocol error); `cause` holds the nats error.'],
+  ERR_PROCWIRE_CLUSTER_LOADED: ['ClusterLoadedError', Error,
+    'procwire.cluster was used after Node\'s cluster module had been loaded (its primary then forks with child_process.fork).'],
   ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
 };
