@@ -370,12 +370,13 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
   child.respond = (handler) => channel.respond(handler);
 
   let closedCounted = false;
-  channel.on('close', () => {
+  channel.on('close', (reason) => {
     // The peer went away (or the channel failed): Node disconnects and
-    // counts the channel as closed for 'close'.
+    // counts the channel as closed for 'close'. A disconnect() of ours does
+    // not count: Node's 'close' then never comes, and neither does ours.
     if (child.connected) child.disconnect();
     else if (child.channel) child._disconnect();
-    if (!closedCounted) {
+    if (!closedCounted && reason !== 'local' && reason !== 'destroyed') {
       closedCounted = true;
       child._closesGot++;
       if (child._closesGot === child._closesNeeded) child.emit('close', child.exitCode, child.signalCode);

@@ -39,7 +39,7 @@ function validatedModulePath(modulePath) {
   }
   const text = typeof modulePath === 'string' ? modulePath : Buffer.from(modulePath).toString();
   if (text.includes('\u0000')) {
-    throw nodeError('ERR_INVALID_ARG_VALUE', 'modulePath', modulePath, 'must be a string or Uint8Array without null bytes');
+    throw nodeError('ERR_INVALID_ARG_VALUE', 'modulePath', modulePath, 'must be a string, Uint8Array, or URL without null bytes');
   }
   return text;
 }
