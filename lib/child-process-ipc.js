@@ -18,6 +18,7 @@
 
 const net = require('net');
 const dgram = require('dgram');
+const EventEmitter = require('events');
 const { nodeError, makeError } = require('./errors');
 const { binding } = require('./native');
 
@@ -63,16 +64,97 @@ function descriptorOf(handle) {
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
 }
 
+// Connections a net.Server handed to the peer, by the server's connection
+// key: the server asks through it how many are still open
+// (server.getConnections) and waits for them on close(), in Node's
+// NODE_SOCKET_* messages, so either end may be plain Node.
+class SentSockets extends EventEmitter {
+  constructor(host, key) {
+    super();
+    this.key = key;
+    this.host = host;
+    if (typeof host.once === 'function' && host.pid !== undefined) host.once('exit', () => this.emit('exit', this));
+  }
+
+  _request(message, replyCmd, swallowErrors, callback) {
+    const host = this.host;
+    const onClose = () => {
+      host.removeListener('internalMessage', onReply);
+      callback(nodeError('ERR_CHILD_CLOSED_BEFORE_REPLY'));
+    };
+    const onReply = (reply) => {
+      if (!(reply.cmd === replyCmd && reply.key === this.key)) return;
+      host.removeListener('disconnect', onClose);
+      host.removeListener('internalMessage', onReply);
+      callback(null, reply);
+    };
+    if (!host.connected) {
+      onClose();
+      return;
+    }
+    host._send(message, undefined, swallowErrors);
+    host.once('disconnect', onClose);
+    host.on('internalMessage', onReply);
+  }
+
+  close(callback) {
+    this._request({ cmd: 'NODE_SOCKET_NOTIFY_CLOSE', key: this.key }, 'NODE_SOCKET_ALL_CLOSED', true, callback);
+  }
+
+  getConnections(callback) {
+    this._request({ cmd: 'NODE_SOCKET_GET_COUNT', key: this.key }, 'NODE_SOCKET_COUNT', false,
+      (err, reply) => (err ? callback(err) : callback(null, reply.count)));
+  }
+}
+
+// The receiving side: counts the connections of one key still open here.
+class ReceivedSockets extends EventEmitter {
+  constructor(host, key) {
+    super();
+    this.connections = 0;
+    this.key = key;
+    this.host = host;
+    const onEmpty = () => {
+      if (host.connected) host._send({ cmd: 'NODE_SOCKET_ALL_CLOSED', key: this.key }, undefined, true);
+    };
+    host.on('internalMessage', (message) => {
+      if (message.key !== this.key) return;
+      if (message.cmd === 'NODE_SOCKET_NOTIFY_CLOSE') {
+        if (this.connections === 0) onEmpty();
+        else this.once('empty', onEmpty);
+      } else if (message.cmd === 'NODE_SOCKET_GET_COUNT' && host.connected) {
+        host._send({ cmd: 'NODE_SOCKET_COUNT', key: this.key, count: this.connections });
+      }
+    });
+  }
+
+  add(socket) {
+    this.connections++;
+    socket.once('close', () => {
+      if (--this.connections === 0) this.emit('empty', this);
+    });
+  }
+}
+
 // What is sent for each type: the descriptor, and how the sending side lets
 // go of the handle once the peer took it. Returns null when there is nothing
 // to send (a socket without a handle, a server not listening): the message
 // then goes without a handle, as in Node.
-function prepareSend(type, message, handle, options) {
+function prepareSend(type, message, handle, options, protocol) {
   switch (type) {
     case 'net.Socket': {
       const raw = handle._handle;
       const fd = descriptorOf(raw);
       if (fd < 0) return null;
+      const server = handle.server;
+      if (server && typeof server._setupWorker === 'function') {
+        // A connection of one of our servers: the server keeps counting it
+        // through the peer (getConnections, close), as Node's does.
+        message.key = server._connectionKey;
+        const first = !protocol.sent.has(message.key);
+        const list = protocol.socketList('sent', message.key);
+        if (first) server._setupWorker(list);
+      }
       if (!options.keepOpen) {
         // The peer owns the connection from now on: this end stops reading
         // at once (bytes it read would be lost to the peer) and lets the
@@ -105,11 +187,15 @@ function prepareSend(type, message, handle, options) {
 
 // Builds the handle for a received descriptor and passes it to `done` (at
 // once for sockets, once listening for servers and UDP sockets).
-function receiveHandle(message, fd, done) {
+function receiveHandle(message, fd, done, protocol) {
   switch (message.type) {
-    case 'net.Socket':
-      done(new net.Socket({ fd, readable: true, writable: true }));
+    case 'net.Socket': {
+      const socket = new net.Socket({ fd, readable: true, writable: true });
+      // A connection of the sender's server: it may ask how many are open.
+      if (message.key) protocol.socketList('received', message.key).add(socket);
+      done(socket);
       return;
+    }
     case 'net.Server': {
       const server = new net.Server();
       // exclusive: the descriptor is already listening; in a cluster worker
@@ -151,7 +237,19 @@ class HandleProtocol {
     this.deliver = deliver;
     host._handleQueue = null;
     host._pendingMessage = null;
+    this.sent = new Map();
+    this.received = new Map();
     channel._handleHook = (message, fd) => this._onControl(message, fd);
+  }
+
+  socketList(kind, key) {
+    const lists = this[kind];
+    let list = lists.get(key);
+    if (list === undefined) {
+      list = kind === 'sent' ? new SentSockets(this.host, key) : new ReceivedSockets(this.host, key);
+      lists.set(key, list);
+    }
+    return list;
   }
 
   // Node's _send: message and handle already checked by the caller.
@@ -170,7 +268,7 @@ class HandleProtocol {
         return host._handleQueue.length === 1;
       }
       const wrapper = { cmd: 'NODE_HANDLE', type, msg: message };
-      const prepared = prepareSend(type, wrapper, handle, options);
+      const prepared = prepareSend(type, wrapper, handle, options, this);
       if (prepared === null) return writeNow(message, options, callback);
       return this._writeHandle(wrapper, handle, prepared, options, callback, 0);
     }
@@ -205,7 +303,7 @@ class HandleProtocol {
         return;
       }
       this._answer('NODE_HANDLE_ACK');
-      receiveHandle(message, fd, (handle) => this.deliver(message.msg, handle, isInternal(message.msg)));
+      receiveHandle(message, fd, (handle) => this.deliver(message.msg, handle, isInternal(message.msg)), this);
       return;
     }
     // NODE_HANDLE_ACK or NODE_HANDLE_NACK.

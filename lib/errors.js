@@ -142,6 +142,7 @@ const NODE_CODES = {
   ERR_IPC_DISCONNECTED: [Error, () => 'IPC channel is already disconnected'],
   ERR_IPC_ONE_PIPE: [Error, () => 'Child process can have only one IPC pipe'],
   ERR_INVALID_HANDLE_TYPE: [TypeError, () => 'This handle type cannot be sent'],
+  ERR_CHILD_CLOSED_BEFORE_REPLY: [Error, () => 'Child closed before reply received'],
   ERR_CHILD_PROCESS_IPC_REQUIRED: [Error, (name) => `Forked processes must have an IPC channel, missing value 'ipc' in ${name}`],
 };
 

@@ -359,6 +359,29 @@ test('handles from the child: a connection and a listening server reach the pare
   });
 });
 
+test("a server's connections passed to the child still count: getConnections() and close() ask it", { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const server = net.createServer((socket) => child.send({ hold: true }, socket));
+    const clients = [];
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const got = [];
+      const both = nextMessage(child, (m) => got.push(m) === 2);
+      for (let i = 0; i < 2; i++) clients.push(net.connect(server.address().port, '127.0.0.1'));
+      await both;
+      const count = await withTimeout(new Promise((resolve, reject) =>
+        server.getConnections((err, n) => (err ? reject(err) : resolve(n)))), 'getConnections');
+      const closed = withTimeout(new Promise((resolve) => server.close(() => resolve(true))), 'server close');
+      for (const c of clients) c.destroy();
+      return { got, count, closed: await closed };
+    } finally {
+      for (const c of clients) c.destroy();
+      await stop(child);
+    }
+  });
+});
+
 test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);
