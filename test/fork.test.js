@@ -382,6 +382,71 @@ test("a server's connections passed to the child still count: getConnections() a
   });
 });
 
+test('keepOpen: the sender keeps using a socket it passed', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const server = net.createServer();
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const accepted = once(server, 'connection');
+      const client = net.connect(server.address().port, '127.0.0.1');
+      const [socket] = await accepted;
+      const text = readAll(client);
+      // The child holds its copy open without writing.
+      child.send({ hold: true }, socket, { keepOpen: true });
+      const got = (await nextMessage(child)).message;
+      const stillOpen = !socket.destroyed && socket.writable;
+      socket.end('still the parent');
+      return { got, stillOpen, read: await text };
+    } finally {
+      server.close();
+      await stop(child);
+    }
+  });
+});
+
+test('NODE_HANDLE_NACK: the handle is sent again, 3 times at most, then a warning; queued messages follow', { timeout: 30_000 }, async (t) => {
+  const name = `fork-nack-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name, { auth: false });
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  // A raw peer that speaks Node's protocol by hand and refuses every handle.
+  const raw = net.connect(server.address().path);
+  t.after(() => raw.destroy());
+  const [channel] = await accepted;
+  const framer = new procwire.Framer({ serialization: 'advanced' });
+  const handleFrames = [];
+  const after = new Promise((resolve) => {
+    raw.on('data', (chunk) => {
+      for (const m of framer.push(chunk)) {
+        if (m && m.cmd === 'NODE_HANDLE') {
+          handleFrames.push(m.msg);
+          raw.write(procwire.codec.advanced.encode({ cmd: 'NODE_HANDLE_NACK' }));
+        } else if (m && m.after) {
+          resolve(m);
+        }
+      }
+    });
+  });
+  const warned = new Promise((resolve) => {
+    const on = (w) => {
+      if (w.name !== 'SentHandleNotReceivedWarning') return;
+      process.removeListener('warning', on);
+      resolve(w.message);
+    };
+    process.on('warning', on);
+  });
+  const tcp = net.createServer();
+  t.after(() => tcp.close());
+  await new Promise((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  channel.send({ n: 1 }, tcp);
+  channel.send({ after: true });
+  assert.deepStrictEqual(await withTimeout(after, 'the queued message'), { after: true });
+  assert.deepStrictEqual(handleFrames, [{ n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }]);
+  assert.strictEqual(await withTimeout(warned, 'the warning'), 'Handle did not reach the receiving process correctly');
+});
+
 test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);
