@@ -367,6 +367,13 @@ function checkMessage(message) {
   }
 }
 
+// On the child_process surface a closed channel is Node's
+// ERR_IPC_CHANNEL_CLOSED, not procwire's code.
+const kNodeFacing = Symbol('nodeFacing');
+function nodeFacing(err) {
+  return err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED' ? nodeError('ERR_IPC_CHANNEL_CLOSED') : err;
+}
+
 // Gives `child` (a ChildProcess spawned without Node's channel) Node's IPC
 // surface on top of `channel`, with procwire's extras (request, respond).
 function setupChildProcess(child, channel, { legacyChannelAlias }) {
@@ -415,14 +422,8 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 
-  const writeNow = (message, options, callback) => {
-    try {
-      return channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', err));
-    } catch (err) {
-      if (err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') return false;
-      throw err;
-    }
-  };
+  const writeNow = (message, options, callback) =>
+    channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', nodeFacing(err)));
 
   child.send = function send(message, handle, options, callback) {
     [handle, options, callback] = normalizeSendArgs(handle, options, callback);
@@ -437,6 +438,11 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
     checkMessage(message);
     if (typeof options === 'boolean') options = { swallowErrors: options };
     if (options === undefined || options === null) options = { swallowErrors: false };
+    if (typeof callback === 'function' && !callback[kNodeFacing]) {
+      const userCallback = callback;
+      callback = (err) => userCallback(nodeFacing(err));
+      callback[kNodeFacing] = true;
+    }
     return protocol.send(message, handle, options, callback, writeNow);
   };
 
@@ -469,11 +475,12 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
 
   let closedCounted = false;
   channel.on('close', (reason) => {
-    // The peer went away (or the channel failed): Node disconnects and
-    // counts the channel as closed for 'close'. A disconnect() of ours does
-    // not count: Node's 'close' then never comes, and neither does ours.
+    // The peer went away (or the channel failed): Node disconnects, drops
+    // the channel (even with handles still queued) and counts it as closed
+    // for 'close'. A disconnect() of ours does not count: Node's 'close'
+    // then never comes, and neither does ours.
     if (child.connected) child.disconnect();
-    else if (child.channel) child._disconnect();
+    child.channel = null;
     if (!closedCounted && reason !== 'local' && reason !== 'destroyed') {
       closedCounted = true;
       child._closesGot++;
