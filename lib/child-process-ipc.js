@@ -418,6 +418,13 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
   });
 
   const protocol = new HandleProtocol(channel, child, deliver);
+  // Node's own handle bookkeeping listens on 'internalMessage', so listeners
+  // there see NODE_HANDLE, NODE_HANDLE_ACK and NODE_HANDLE_NACK too.
+  const handleHook = channel._handleHook;
+  channel._handleHook = (message, fd) => {
+    handleHook(message, fd);
+    deliver(message, undefined, true);
+  };
   channel.on('message', (message) => deliver(message, undefined, false));
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);

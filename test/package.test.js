@@ -60,7 +60,7 @@ if (process.argv[2] === 'child') {
 }
 (async () => {
   const esm = await import('procwire');
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
   const reply = await child.request({ buf: Buffer.from('hi') }, { timeout: 20000 });
   const back = await new Promise((resolve) => { child.once('message', resolve); child.send([1, 'two']); });
   child.disconnect();
