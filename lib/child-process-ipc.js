@@ -376,7 +376,11 @@ function nodeFacing(err) {
 
 // Gives `child` (a ChildProcess spawned without Node's channel) Node's IPC
 // surface on top of `channel`, with procwire's extras (request, respond).
-function setupChildProcess(child, channel, { legacyChannelAlias }) {
+// With { childSide: true } the same surface goes on `process` in a child
+// (see lib/child-preload.js), as Node's own child side: the channel keeps
+// the process alive only while 'message' or 'disconnect' listeners exist,
+// unless process.channel.ref()/unref() said otherwise.
+function setupChildProcess(child, channel, { legacyChannelAlias, childSide = false }) {
   child.channel = channel;
   if (legacyChannelAlias) {
     // Node 20-24 keep `_channel` (deprecated, DEP0129) as an alias.
@@ -387,9 +391,25 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
       enumerable: false,
     });
   }
-  // The channel counts towards 'close' as Node's IPC pipe does.
-  child._closesNeeded = (child._closesNeeded || 1) + 1;
-  child._closesGot = child._closesGot || 0;
+  if (!childSide) {
+    // The channel counts towards 'close' as Node's IPC pipe does.
+    child._closesNeeded = (child._closesNeeded || 1) + 1;
+    child._closesGot = child._closesGot || 0;
+  } else {
+    let refs = 0;
+    let explicit = false;
+    const ref = channel.ref;
+    const unref = channel.unref;
+    channel.ref = function explicitRef() { explicit = true; return ref.call(channel); };
+    channel.unref = function explicitUnref() { explicit = true; return unref.call(channel); };
+    unref.call(channel);
+    child.on('newListener', (name) => {
+      if ((name === 'message' || name === 'disconnect') && ++refs === 1 && !explicit) ref.call(channel);
+    });
+    child.on('removeListener', (name) => {
+      if ((name === 'message' || name === 'disconnect') && --refs === 0 && !explicit) unref.call(channel);
+    });
+  }
   child.connected = true;
 
   const pendingMessages = [];
@@ -477,8 +497,10 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
     });
   };
 
-  child.request = (value, opts) => channel.request(value, opts);
-  child.respond = (handler) => channel.respond(handler);
+  if (!childSide) {
+    child.request = (value, opts) => channel.request(value, opts);
+    child.respond = (handler) => channel.respond(handler);
+  }
 
   let closedCounted = false;
   channel.on('close', (reason) => {
@@ -488,7 +510,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias }) {
     // then never comes, and neither does ours.
     if (child.connected) child.disconnect();
     child.channel = null;
-    if (!closedCounted && reason !== 'local' && reason !== 'destroyed') {
+    if (!childSide && !closedCounted && reason !== 'local' && reason !== 'destroyed') {
       closedCounted = true;
       child._closesGot++;
       if (child._closesGot === child._closesNeeded) child.emit('close', child.exitCode, child.signalCode);

@@ -21,7 +21,8 @@ const { systemError, nodeError } = require('./errors');
 const { invalidArg, validateMaxMessageSize } = require('./validate');
 const { setupChildProcess } = require('./child-process-ipc');
 
-const CHILD_MODES = ['node', 'procwire'];
+const CHILD_MODES = ['node', 'procwire', 'native'];
+const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
   'outOfLineThreshold'];
@@ -81,7 +82,7 @@ function fork(modulePath, args, options) {
   }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
   const childMode = options.child === undefined ? 'node' : options.child;
-  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node" or "procwire"');
+  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
 
   let execArgv = options.execArgv || process.execArgv;
   if (execArgv === process.execArgv && process._eval != null) {
@@ -114,9 +115,22 @@ function fork(modulePath, args, options) {
   delete env.NODE_CHANNEL_SERIALIZATION_MODE;
   delete env.PROCWIRE_CHANNEL_FD;
   delete env.PROCWIRE_SERIALIZATION;
-  if (childMode === 'node') {
+  delete env.PROCWIRE_NATIVE_CHANNEL_FD;
+  // A cluster worker sets up Node's IPC before any preload runs, so it keeps
+  // Node's channel (mode 'node').
+  const mode = childMode === 'native' && env.NODE_UNIQUE_ID !== undefined ? 'node' : childMode;
+  if (mode === 'node') {
     env.NODE_CHANNEL_FD = String(slot);
     env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
+  } else if (mode === 'native') {
+    // The child's own process.send is served natively: lib/child-preload.js
+    // runs first (NODE_OPTIONS, restored there) and takes the channel.
+    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
+    // Unset when NODE_OPTIONS was unset: the preload then removes it.
+    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
+    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
+    env.NODE_OPTIONS = `${env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ` : ''}--require ${JSON.stringify(PRELOAD)}`;
   } else {
     env.PROCWIRE_CHANNEL_FD = String(slot);
     env.PROCWIRE_SERIALIZATION = serialization;
@@ -143,9 +157,9 @@ function fork(modulePath, args, options) {
 
   const channel = new Channel(parentFd, {
     serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes, transport: 'fork',
-    peer: { pid: child.pid, mode: childMode },
+    peer: { pid: child.pid, mode },
     // A plain Node child reads Node's format only: no segments.
-    segments: childMode === 'procwire',
+    segments: mode !== 'node',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
   });

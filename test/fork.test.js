@@ -26,6 +26,7 @@ const VARIANTS = [
   { name: 'child_process.fork', fork: (file, args, options) => childProcess.fork(file, args, options) },
   { name: 'procwire.fork/node', fork: (file, args, options) => procwire.fork(file, args, options) },
   { name: 'procwire.fork/procwire', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'procwire' }) },
+  { name: 'procwire.fork/native', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'native' }) },
 ];
 
 function describeError(err) {
@@ -254,13 +255,13 @@ test('execArgv: -e is not passed on (no fork bomb); shell is forced off', { time
     const mode = process.argv[1];
     const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
     const fork = mode === 'node-fork' ? require('child_process').fork : procwire.fork;
-    const options = { shell: true, ...(mode === 'procwire' ? { child: 'procwire' } : {}) };
+    const options = { shell: true, ...(mode === 'node-fork' ? {} : { child: mode }) };
     const child = fork(${JSON.stringify(FIXTURE)}, ['$HOME', 'a b', ';echo x'], options);
     child.on('message', (m) => { console.log(JSON.stringify(m)); child.kill(); });
     child.send({ op: 'info' });
   `;
   await sideBySide(t, async (variant) => {
-    const mode = variant.name === 'child_process.fork' ? 'node-fork' : variant.name.endsWith('/procwire') ? 'procwire' : 'node';
+    const mode = variant.name === 'child_process.fork' ? 'node-fork' : variant.name.split('/')[1];
     const out = childProcess.execFileSync(process.execPath, ['--no-warnings', '-e', script, mode],
       { timeout: STEP_TIMEOUT, encoding: 'utf8' });
     const info = JSON.parse(out.trim());
