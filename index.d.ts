@@ -229,8 +229,13 @@ export declare class Channel extends EventEmitter {
 export type SendHandle = import('node:net').Socket | import('node:net').Server | import('node:dgram').Socket;
 
 export interface ProcwireForkOptions extends ForkOptions, ChannelOptions {
-  /** 'node' (default): plain Node child using process.send; 'procwire': child uses require('procwire').parent. */
-  child?: 'node' | 'procwire';
+  /**
+   * 'node' (default): plain Node child using process.send, Node's IPC in the child.
+   * 'native': the same unmodified child, its process.send/on('message')/channel/disconnect
+   *   served by procwire's native channel (a preload; cluster workers keep 'node').
+   * 'procwire': the child uses require('procwire').parent.
+   */
+  child?: 'node' | 'native' | 'procwire';
 }
 
 export interface ProcwireChildProcess extends ChildProcess {
