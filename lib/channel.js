@@ -7,7 +7,7 @@ const EventEmitter = require('events');
 const { binding, FORMAT } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
-const { HandleProtocol, handleType } = require('./child-process-ipc');
+const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -296,7 +296,7 @@ class Channel extends EventEmitter {
   // channel's own listeners.
   _deliverWithHandle(message, handle, internal) {
     if (this._state === 'closed') {
-      if (handle && typeof handle.close === 'function') handle.close();
+      discardHandle(handle);
       return;
     }
     if (internal) {

@@ -59,6 +59,13 @@ function dgramHandle(socket) {
   return null;
 }
 
+// A received handle nobody will get (the channel went away meanwhile).
+function discardHandle(handle) {
+  if (!handle) return;
+  if (typeof handle.destroy === 'function') handle.destroy();
+  else if (typeof handle.close === 'function') handle.close();
+}
+
 function descriptorOf(handle) {
   const fd = handle ? handle.fd : undefined;
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
@@ -240,6 +247,9 @@ class HandleProtocol {
     this.sent = new Map();
     this.received = new Map();
     channel._handleHook = (message, fd) => this._onControl(message, fd);
+    // A handle still waiting for its answer when the channel goes is let go,
+    // as Node closes it on disconnect.
+    channel.once('close', () => this._release());
   }
 
   socketList(kind, key) {
@@ -424,7 +434,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   // 'message' listener exists; nothing is emitted once disconnected.
   const deliver = (message, handle, internal) => {
     if (!child.channel) {
-      if (handle && typeof handle.close === 'function') handle.close();
+      discardHandle(handle);
       return;
     }
     process.nextTick(emitNow, internal ? 'internalMessage' : 'message', message, handle);
@@ -521,4 +531,6 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   });
 }
 
-module.exports = { HandleProtocol, setupChildProcess, normalizeSendArgs, checkMessage, isInternal, handleType };
+module.exports = {
+  HandleProtocol, setupChildProcess, normalizeSendArgs, checkMessage, isInternal, handleType, discardHandle,
+};
