@@ -695,6 +695,9 @@ class Channel extends EventEmitter {
     }
     this._finalStats = this.stats();
     this._state = 'closed';
+    // A handle still waiting for its answer is let go, as Node closes it on
+    // disconnect.
+    if (this._handles !== null) this._handles._release();
     this._closeReason = reason;
     this._closeError = err;
     this._handle.close();

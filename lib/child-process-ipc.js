@@ -247,9 +247,6 @@ class HandleProtocol {
     this.sent = new Map();
     this.received = new Map();
     channel._handleHook = (message, fd) => this._onControl(message, fd);
-    // A handle still waiting for its answer when the channel goes is let go,
-    // as Node closes it on disconnect.
-    channel.once('close', () => this._release());
   }
 
   socketList(kind, key) {

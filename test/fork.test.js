@@ -448,6 +448,34 @@ test('NODE_HANDLE_NACK: the handle is sent again, 3 times at most, then a warnin
   assert.strictEqual(await withTimeout(warned, 'the warning'), 'Handle did not reach the receiving process correctly');
 });
 
+test('a NODE_HANDLE message that arrives without its descriptor is answered with NODE_HANDLE_NACK', { timeout: 30_000 }, async (t) => {
+  const name = `fork-nodesc-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name, { auth: false });
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const raw = net.connect(server.address().path);
+  t.after(() => raw.destroy());
+  const [channel] = await accepted;
+  const messages = [];
+  channel.on('message', (m, handle) => messages.push([m, handle]));
+  const framer = new procwire.Framer({ serialization: 'advanced' });
+  const nack = new Promise((resolve) => {
+    raw.on('data', (chunk) => {
+      for (const m of framer.push(chunk)) if (m && m.cmd === 'NODE_HANDLE_NACK') resolve(m);
+    });
+  });
+  raw.write(procwire.codec.advanced.encode({ cmd: 'NODE_HANDLE', type: 'net.Socket', msg: { x: 1 } }));
+  raw.write(procwire.codec.advanced.encode({ after: true }));
+  assert.deepStrictEqual(await withTimeout(nack, 'the NACK'), { cmd: 'NODE_HANDLE_NACK' });
+  await withTimeout(new Promise((resolve) => {
+    const check = () => (messages.length > 0 ? resolve() : setTimeout(check, 10));
+    check();
+  }), 'the next message');
+  // The message itself is not delivered without its handle; the stream goes on.
+  assert.deepStrictEqual(messages, [[{ after: true }, undefined]]);
+});
+
 test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);
