@@ -38,7 +38,8 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_PEER_UNREACHABLE'
   | 'ERR_PROCWIRE_OUT_OF_MEMORY'
   | 'ERR_PROCWIRE_FRAME_TRUNCATED'
-  | 'ERR_PROCWIRE_PROTOCOL';
+  | 'ERR_PROCWIRE_PROTOCOL'
+  | 'ERR_PROCWIRE_CLUSTER_LOADED';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -92,6 +93,7 @@ export declare const errors: {
   OutOfMemoryError: ErrorClass<'ERR_PROCWIRE_OUT_OF_MEMORY'>;
   FrameTruncatedError: ErrorClass<'ERR_PROCWIRE_FRAME_TRUNCATED'>;
   ProtocolError: ErrorClass<'ERR_PROCWIRE_PROTOCOL'>;
+  ClusterLoadedError: ErrorClass<'ERR_PROCWIRE_CLUSTER_LOADED'>;
   ProcwireError: new (...args: any[]) => Error;
 };
 export declare const codes: ErrorCode[];
@@ -215,8 +217,9 @@ export declare class Channel extends EventEmitter {
   readonly writableNeedDrain: boolean;
   send(message: unknown, callback?: (err: Error | null) => void): boolean;
   send(message: unknown, options: SendOptions, callback?: (err: Error | null) => void): boolean;
-  send(message: unknown, handle: null | undefined, callback?: (err: Error | null) => void): boolean;
-  send(message: unknown, handle: null | undefined, options: object | undefined, callback?: (err: Error | null) => void): boolean;
+  /** handle: net.Socket, net.Server or dgram.Socket (fork and named unix channels only). */
+  send(message: unknown, handle: SendHandle | null | undefined, callback?: (err: Error | null) => void): boolean;
+  send(message: unknown, handle: SendHandle | null | undefined, options: { keepOpen?: boolean } | undefined, callback?: (err: Error | null) => void): boolean;
   request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
   respond(handler: ((value: any, channel: Channel) => unknown) | null): this;
   close(): void;
@@ -228,28 +231,49 @@ export declare class Channel extends EventEmitter {
   resume(): this;
   stats(): ChannelStats | null;
 
-  on(event: 'message', listener: (message: any) => void): this;
   on(event: 'messageerror', listener: (err: ProcwireError) => void): this;
-  on(event: 'internalMessage', listener: (message: any) => void): this;
+  on(event: 'message', listener: (message: any, handle?: SendHandle) => void): this;
+  on(event: 'internalMessage', listener: (message: any, handle?: unknown) => void): this;
   on(event: 'drain' | 'connect' | 'disconnect', listener: () => void): this;
   on(event: 'close', listener: (reason: CloseReason, err?: ProcwireError) => void): this;
   on(event: 'error', listener: (err: ProcwireError) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
+/** What send() can pass beside a message, as child_process. */
+export type SendHandle = import('node:net').Socket | import('node:net').Server | import('node:dgram').Socket;
+
 export interface ProcwireForkOptions extends ForkOptions, ChannelOptions {
-  /** 'node' (default): plain Node child using process.send; 'procwire': child uses require('procwire').parent. */
-  child?: 'node' | 'procwire';
+  /**
+   * 'node' (default): plain Node child using process.send, Node's IPC in the child.
+   * 'native': the same unmodified child, its process.send/on('message')/channel/disconnect
+   *   served by procwire's native channel (a preload; cluster workers keep 'node').
+   * 'procwire': the child uses require('procwire').parent.
+   */
+  child?: 'node' | 'native' | 'procwire';
 }
 
 export interface ProcwireChildProcess extends ChildProcess {
-  channel: Channel;
+  /** The procwire Channel (with fd, ref(), unref(), request, stats); null once disconnected, as Node's. */
+  channel: (Channel & { readonly fd: number | undefined }) | null;
+  /** Handles sent but not yet acknowledged, and what waits behind them (Node's). */
+  _handleQueue: unknown[] | null;
   request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
   respond(handler: ((value: any, channel: Channel) => unknown) | null): Channel;
 }
 
-export declare function fork(modulePath: string | URL, args?: readonly string[], options?: ProcwireForkOptions): ProcwireChildProcess;
-export declare function fork(modulePath: string | URL, options?: ProcwireForkOptions): ProcwireChildProcess;
+/**
+ * child_process.fork with the parent's end of the channel run natively: same
+ * arguments, checks, errors and defaults (serialization 'json'), handles included.
+ */
+export declare function fork(modulePath: string | URL | Buffer, args?: readonly string[] | null, options?: ProcwireForkOptions): ProcwireChildProcess;
+export declare function fork(modulePath: string | URL | Buffer, options?: ProcwireForkOptions): ProcwireChildProcess;
+
+/**
+ * Node's cluster module whose primary forks workers through procwire.fork.
+ * Read it before anything loads 'cluster' (ERR_PROCWIRE_CLUSTER_LOADED otherwise).
+ */
+export declare const cluster: typeof import('node:cluster').default;
 
 /** A name (private dir), a socket path, { path }, { name, abstract: true }, or { port, host }. */
 export type Address = string | { path: string } | { name: string; abstract?: boolean } | { port: number; host?: string };

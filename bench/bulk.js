@@ -58,7 +58,7 @@ async function runDriver(config, tick) {
   const script = path.join(__dirname, 'peers', 'ipc-echo.js');
   if (config.peer === 'procwire-transfer') {
     const procwire = require(path.join(__dirname, '..'));
-    const child = procwire.fork(script, ['latency'], { child: 'procwire', stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = procwire.fork(script, ['latency'], { child: 'procwire', serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     const ch = child.channel;
     try {
       await new Promise((resolve) => ch.once('message', resolve));  // ready

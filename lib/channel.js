@@ -5,7 +5,9 @@
 
 const EventEmitter = require('events');
 const { binding, FORMAT } = require('./native');
-const { makeError, systemError } = require('./errors');
+const { makeError, systemError, nodeError } = require('./errors');
+const codec = require('./codec');
+const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -125,8 +127,8 @@ class Channel extends EventEmitter {
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
     const callbacks = {
-      onread: (messages, errors, segments, segmentBytes, frameBytes) =>
-        this._onRead(messages, errors, segments, segmentBytes, frameBytes),
+      onread: (messages, errors, segments, segmentBytes, frameBytes, fds) =>
+        this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds),
       onwrite: (written) => this._onWritten(written),
       onend: (status, err) => this._onEnd(status, err),
       onconnect: () => this._onConnect(),
@@ -158,6 +160,17 @@ class Channel extends EventEmitter {
     this._canTakeSegments = this._segmentCounters !== null && typeof options.createHandle !== 'function' &&
       typeof this._handle.enableOutOfLine === 'function';
     if (this._canTakeSegments) this._sendInternal({ cmd: CAPABILITIES, v: 1, segments: true });
+    // Handles (descriptors beside a NODE_HANDLE frame) need a unix socket
+    // this process reads natively: fork channels and named unix channels.
+    this._takesHandles = typeof options.createHandle !== 'function' &&
+      (this.transport === 'fork' || this.transport === 'unix') && typeof this._handle.acceptHandles === 'function';
+    this._handleHook = null;
+    this._handles = null;
+    if (this._takesHandles) {
+      this._handle.acceptHandles();
+      this._handles = new HandleProtocol(this, this, (message, handle, internal) =>
+        this._deliverWithHandle(message, handle, internal));
+    }
     this.on('newListener', (event) => {
       if (event === 'message' && this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
       if (event === 'message' || event === 'disconnect') process.nextTick(() => this._applyRefPolicy());
@@ -214,10 +227,29 @@ class Channel extends EventEmitter {
       handle = undefined;
     }
     if (callback !== undefined) validateFunction(callback, 'callback');
-    if (handle !== undefined && handle !== null) {
-      throw makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
-        'procwire channels do not pass handles (sockets, servers) yet; send the data or use child_process for that');
+    if ((handle !== undefined && handle !== null) || (this._handles !== null && this._handleQueue)) {
+      return this._send(message, handle, options, callback);
     }
+    return this._sendNow(message, options, callback);
+  }
+
+  // Node's _send: a message with a handle goes through the handle protocol
+  // (and so does everything sent while a handle waits for its answer).
+  _send(message, handle, options, callback) {
+    if (this._handles === null) {
+      if (handle !== undefined && handle !== null) {
+        if (handleType(handle) === null) throw nodeError('ERR_INVALID_HANDLE_TYPE');
+        throw makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
+          `a ${this.transport} channel cannot pass handles; only unix sockets (fork, named channels) can`);
+      }
+      return this._sendNow(message, options, callback);
+    }
+    validateMessage(message);
+    return this._handles.send(message, handle, options || {}, callback,
+      (m, o, cb) => this._sendNow(m, o && o.transfer !== undefined ? o : undefined, cb));
+  }
+
+  _sendNow(message, options, callback) {
     validateMessage(message);
     if (this._state !== 'open' && this._state !== 'connecting') {
       const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
@@ -252,6 +284,65 @@ class Channel extends EventEmitter {
       return false;
     }
     return true;
+  }
+
+  // Handle passing: writes `message` (a NODE_HANDLE wrapper) as one frame
+  // with a copy of `fd` riding on its first byte, as Node's IPC does.
+  _sendWithDescriptor(message, fd, callback) {
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+      if (callback) process.nextTick(callback, err);
+      return false;
+    }
+    const bytes = codec[this.serialization].encode(message);
+    this._pushed = this._handle.writeBuffer(bytes, [fd]);
+    if (callback) this._callbacks.push([this._pushed, callback]);
+    this._scheduleFlush();
+    return !this._overHighWaterMark();
+  }
+
+  // NODE_HANDLE_ACK / NACK: not the user's messages, so never an error of
+  // theirs, and never queued behind the handle they answer.
+  _sendAnswer(message) {
+    this._sendInternal(message);
+  }
+
+  // A plain message for the child_process surface: errors go to the
+  // callback, or to onError unless swallowed, as Node's _send does.
+  _sendPlain(message, callback, swallowErrors, onError) {
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+      if (typeof callback === 'function') process.nextTick(callback, err);
+      else if (!swallowErrors) process.nextTick(onError, err);
+      return false;
+    }
+    return this._sendNow(message, undefined, typeof callback === 'function' ? callback : undefined);
+  }
+
+  // The descriptor of the socket (undefined once closed), as Node's
+  // child.channel.fd.
+  get fd() {
+    if (this._state === 'closed' || typeof this._handle.fd !== 'function') return undefined;
+    return this._handle.fd();
+  }
+
+  // A message that came with a handle (or was queued behind one), for this
+  // channel's own listeners.
+  _deliverWithHandle(message, handle, internal) {
+    if (this._state === 'closed') {
+      discardHandle(handle);
+      return;
+    }
+    if (internal) {
+      this.emit('internalMessage', message, handle);
+      return;
+    }
+    if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
+      this._backlog.push(new WithHandle(message, handle));
+      this._backlogSizes.push(0);
+      return;
+    }
+    this.emit('message', message, handle);
   }
 
   // Writes pre-built frames as they are, optionally with descriptors (tests
@@ -459,25 +550,42 @@ class Channel extends EventEmitter {
     this.emit('connect');
   }
 
-  _onRead(messages, errors, segments, segmentBytes, frameBytes) {
+  // frameBytes: the batch's frame bytes (inline and segments), for the
+  // backlog's byte bound. fds: [messageIndex, fd, ...], the descriptors that
+  // came with NODE_HANDLE messages of this batch (the addon only passes them
+  // on channels that called acceptHandles()).
+  _onRead(messages, errors, segments, segmentBytes, frameBytes, fds) {
     // Tell the sender its shared memory arrived, so it may send more.
     if (segments > 0) this._sendInternal({ cmd: SEGMENT_ACK, n: segments, bytes: segmentBytes });
     // Each message's share of the batch's bytes, for the backlog's byte
     // bound (handles that do not report bytes count none).
     const share = messages.length > 0 && typeof frameBytes === 'number' ? frameBytes / messages.length : 0;
     let e = 0;
+    let f = 0;
     for (let i = 0; i < messages.length; i++) {
-      while (errors !== undefined && e < errors.length && errors[e] === i) {
+      // Once closed, the rest of the batch is dropped, but its descriptors
+      // are still closed below.
+      while (this._state !== 'closed' && errors !== undefined && e < errors.length && errors[e] === i) {
         // Before the hello completes a frame that fails to decode is the
         // gate's to judge (it fails the hello), not a user-visible event.
         if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
         e += 2;
-        if (this._state === 'closed') return;
       }
-      if (this._gate !== null) this._gate(messages[i]);
-      else this._dispatch(messages[i], share);
-      if (this._state === 'closed') return;
+      let fd;
+      if (fds !== undefined && f < fds.length && fds[f] === i) {
+        fd = fds[f + 1];
+        f += 2;
+      }
+      if (this._state === 'closed' || this._gate !== null) {
+        // No handle is taken before the hello completes, nor after close.
+        if (fd !== undefined) binding.closeFd(fd);
+        if (this._state === 'closed') continue;
+        this._gate(messages[i]);
+      } else {
+        this._dispatch(messages[i], share, fd);
+      }
     }
+    if (this._state === 'closed') return;
     while (errors !== undefined && e < errors.length) {
       if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
       e += 2;
@@ -485,9 +593,9 @@ class Channel extends EventEmitter {
     }
   }
 
-  _dispatch(message, bytes = 0) {
+  _dispatch(message, bytes, fd) {
     if (isInternal(message)) {
-      this._onInternal(message);
+      this._onInternal(message, fd);
       return;
     }
     if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
@@ -507,7 +615,9 @@ class Channel extends EventEmitter {
   _drainBacklog() {
     while (this._backlog.length > 0 && this.listenerCount('message') > 0 && this._state !== 'closed') {
       this._backlogBytes -= this._backlogSizes.shift();
-      this.emit('message', this._backlog.shift());
+      const item = this._backlog.shift();
+      if (item instanceof WithHandle) this.emit('message', item.message, item.handle);
+      else this.emit('message', item);
     }
     if (this._backlog.length === 0) this._backlogBytes = 0;
     if (this._backlog.length === 0 && this._readPausedByBacklog) {
@@ -516,7 +626,13 @@ class Channel extends EventEmitter {
     }
   }
 
-  _onInternal(message) {
+  _onInternal(message, fd) {
+    if (this._handleHook !== null &&
+        (message.cmd === 'NODE_HANDLE' || message.cmd === 'NODE_HANDLE_ACK' || message.cmd === 'NODE_HANDLE_NACK')) {
+      this._handleHook(message, fd);
+      return;
+    }
+    if (fd !== undefined) binding.closeFd(fd);
     if (message.cmd === REQUEST) {
       this._answer(message);
     } else if (message.cmd === RESPONSE) {
@@ -560,7 +676,7 @@ class Channel extends EventEmitter {
       // forever, and say so here.
       this._sendInternal({ cmd: 'NODE_HANDLE_NACK' });
       this._emitError(makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
-        'the peer sent a handle; procwire channels do not accept handles yet'));
+        `the peer sent a handle; a ${this.transport} channel cannot take handles`));
     } else {
       this.emit('internalMessage', message);
     }
@@ -698,6 +814,9 @@ class Channel extends EventEmitter {
     }
     this._finalStats = this.stats();
     this._state = 'closed';
+    // A handle still waiting for its answer is let go, as Node closes it on
+    // disconnect.
+    if (this._handles !== null) this._handles._release();
     this._closeReason = reason;
     this._closeError = err;
     this._handle.close();
@@ -713,6 +832,14 @@ class Channel extends EventEmitter {
       this.emit('disconnect');
       this.emit('close', reason, err || undefined);
     });
+  }
+}
+
+// A backlogged message that came with a handle.
+class WithHandle {
+  constructor(message, handle) {
+    this.message = message;
+    this.handle = handle;
   }
 }
 

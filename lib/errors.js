@@ -39,7 +39,7 @@ const CODES = {
   ERR_PROCWIRE_NO_RESPONDER: ['NoResponderError', Error,
     'The peer has no responder registered (channel.respond) for requests.'],
   ERR_PROCWIRE_HANDLE_UNSUPPORTED: ['HandleUnsupportedError', Error,
-    'Passing a handle (socket, server) with a message is not supported by procwire yet.'],
+    'Passing a handle (socket, server) needs a unix socket between the two ends: TCP, TLS, NATS and the JS fallback cannot carry one.'],
   ERR_PROCWIRE_PEER_REJECTED: ['PeerRejectedError', Error,
     'The peer\'s credentials (uid) are not allowed on this server.'],
   ERR_PROCWIRE_AUTH_FAILED: ['AuthFailedError', Error,
@@ -64,6 +64,8 @@ const CODES = {
     'The peer closed the stream in the middle of a frame; the partial message was lost (close reason \'truncated\').'],
   ERR_PROCWIRE_PROTOCOL: ['ProtocolError', Error,
     'The peer broke procwire\'s control protocol (an invalid acknowledgement, count or size); the channel was closed (reason \'protocol-error\').'],
+  ERR_PROCWIRE_CLUSTER_LOADED: ['ClusterLoadedError', Error,
+    'procwire.cluster was used after Node\'s cluster module had been loaded (its primary then forks with child_process.fork).'],
   ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
 };
@@ -130,4 +132,53 @@ function systemError(code, negErrno, syscall, detail) {
     { errno, syscall, syscallCode: name });
 }
 
-module.exports = { CODES, classes, makeError, systemError, ProcwireError };
+// Node's own codes, for the child_process surface of fork(): there a drop-in
+// must throw and emit exactly what Node does (same code, class and message),
+// so code written against child_process keeps matching them. Each entry is
+// [Base, message builder].
+const util = require('util');
+
+// Node's wording for the value an argument had ("Received ...").
+function describeReceived(value) {
+  if (value == null) return ` Received ${value}`;
+  if (typeof value === 'function') return ` Received function ${value.name}`;
+  if (typeof value === 'object') {
+    if (value.constructor && value.constructor.name) return ` Received an instance of ${value.constructor.name}`;
+    return ` Received ${util.inspect(value, { depth: -1 })}`;
+  }
+  let inspected = util.inspect(value, { colors: false });
+  if (inspected.length > 25) inspected = `${inspected.slice(0, 25)}...`;
+  return ` Received type ${typeof value} (${inspected})`;
+}
+
+const NODE_CODES = {
+  // (name, expected: e.g. 'of type object', value)
+  ERR_INVALID_ARG_TYPE: [TypeError, (name, expected, value) =>
+    `The "${name}" ${name.includes('.') ? 'property' : 'argument'} must be ${expected}.${describeReceived(value)}`],
+  ERR_INVALID_ARG_VALUE: [TypeError, (name, value, reason = 'is invalid') => {
+    let inspected = util.inspect(value);
+    if (inspected.length > 128) inspected = `${inspected.slice(0, 128)}...`;
+    return `The ${name.includes('.') ? 'property' : 'argument'} '${name}' ${reason}. Received ${inspected}`;
+  }],
+  ERR_MISSING_ARGS: [TypeError, (name) => `The "${name}" argument must be specified`],
+  ERR_IPC_CHANNEL_CLOSED: [Error, () => 'Channel closed'],
+  ERR_IPC_DISCONNECTED: [Error, () => 'IPC channel is already disconnected'],
+  ERR_IPC_ONE_PIPE: [Error, () => 'Child process can have only one IPC pipe'],
+  ERR_INVALID_HANDLE_TYPE: [TypeError, () => 'This handle type cannot be sent'],
+  ERR_CHILD_CLOSED_BEFORE_REPLY: [Error, () => 'Child closed before reply received'],
+  ERR_CHILD_PROCESS_IPC_REQUIRED: [Error, (name) => `Forked processes must have an IPC channel, missing value 'ipc' in ${name}`],
+};
+
+// Makes an error shaped as Node's internal ones: `code` set, the name being
+// the base's, and the stack headed "TypeError [CODE]: message" as Node's.
+function nodeError(code, ...args) {
+  const [Base, build] = NODE_CODES[code];
+  const err = new Base(build(...args));
+  Object.defineProperty(err, 'code', { value: code, enumerable: true, writable: true, configurable: true });
+  if (typeof err.stack === 'string') {
+    err.stack = err.stack.replace(/^[A-Za-z]*Error/, (name) => `${name} [${code}]`);
+  }
+  return err;
+}
+
+module.exports = { CODES, NODE_CODES, classes, makeError, systemError, nodeError, ProcwireError };

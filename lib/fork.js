@@ -14,81 +14,141 @@
 // The wire format is Node's either way.
 
 const childProcess = require('child_process');
+const url = require('url');
 const { binding } = require('./native');
 const { Channel } = require('./channel');
-const { systemError } = require('./errors');
-const {
-  invalidArg, validateObject, validateSerialization, validateMaxMessageSize,
-} = require('./validate');
+const { systemError, nodeError } = require('./errors');
+const { invalidArg, validateMaxMessageSize } = require('./validate');
+const { setupChildProcess } = require('./child-process-ipc');
 
-const CHILD_MODES = ['node', 'procwire'];
+const CHILD_MODES = ['node', 'procwire', 'native'];
+const PRELOAD = require.resolve('./child-preload');
+// Options procwire reads and spawn() must not see.
+const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
+  'outOfLineThreshold'];
+// Node 26 dropped child._channel (DEP0129 reached end of life).
+const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 
-function normalizeForkArgs(args, options) {
-  if (args !== undefined && !Array.isArray(args)) {
-    if (options === undefined && typeof args === 'object' && args !== null) {
-      options = args;
-      args = [];
-    } else {
-      throw invalidArg('args must be an array');
-    }
+// Node's check of modulePath: a string, Buffer or URL (a file: URL becomes a
+// path, escapes decoded), without null bytes.
+function validatedModulePath(modulePath) {
+  const isURL = modulePath != null && typeof modulePath === 'object' && Boolean(modulePath.href) &&
+    Boolean(modulePath.protocol) && modulePath.auth === undefined && modulePath.path === undefined;
+  if (isURL) modulePath = url.fileURLToPath(modulePath);
+  if (typeof modulePath !== 'string' && !(modulePath instanceof Uint8Array)) {
+    throw nodeError('ERR_INVALID_ARG_TYPE', 'modulePath', 'of type string or an instance of Buffer or URL', modulePath);
   }
-  return [args || [], validateObject(options, 'options')];
+  const text = typeof modulePath === 'string' ? modulePath : Buffer.from(modulePath).toString();
+  if (text.includes('\u0000')) {
+    throw nodeError('ERR_INVALID_ARG_VALUE', 'modulePath', modulePath, 'must be a string, Uint8Array, or URL without null bytes');
+  }
+  return text;
 }
 
-function fork(modulePath, args, options) {
-  if (typeof modulePath !== 'string' && !(modulePath instanceof URL)) {
-    throw invalidArg('modulePath must be a string or URL');
+// Node's stdioStringToArray(stdio, 'ipc').
+function stdioFromString(stdio) {
+  switch (stdio) {
+    case 'ignore':
+    case 'overlapped':
+    case 'pipe': return [stdio, stdio, stdio, 'ipc'];
+    case 'inherit': return [0, 1, 2, 'ipc'];
+    default: throw nodeError('ERR_INVALID_ARG_VALUE', 'stdio', stdio);
   }
-  [args, options] = normalizeForkArgs(args, options);
-  const serialization = validateSerialization(options.serialization);
+}
+
+// fork(modulePath[, args][, options]) with child_process.fork's argument
+// handling, checks and errors, and the channel run by procwire.
+function fork(modulePath, args, options) {
+  modulePath = validatedModulePath(modulePath);
+  if (args == null) {
+    args = [];
+  } else if (typeof args === 'object' && !Array.isArray(args)) {
+    options = args;
+    args = [];
+  } else if (!Array.isArray(args)) {
+    throw nodeError('ERR_INVALID_ARG_TYPE', 'args', 'an instance of Array', args);
+  }
+  if (options != null && typeof options !== 'object') {
+    throw nodeError('ERR_INVALID_ARG_TYPE', 'options', 'of type object', options);
+  }
+  // A drop-in never runs the child through a shell, as Node's fork.
+  options = { ...options, shell: false };
+
+  // Node's default is json; advanced is opt-in, as there.
+  const serialization = options.serialization === undefined ? 'json' : options.serialization;
+  if (serialization !== 'json' && serialization !== 'advanced') {
+    throw nodeError('ERR_INVALID_ARG_VALUE', 'options.serialization', options.serialization,
+      "must be one of: undefined, 'json', 'advanced'");
+  }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
   const childMode = options.child === undefined ? 'node' : options.child;
-  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node" or "procwire"');
+  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
 
-  let stdio = options.stdio;
-  if (stdio === undefined) stdio = options.silent ? ['pipe', 'pipe', 'pipe'] : ['inherit', 'inherit', 'inherit'];
-  else if (typeof stdio === 'string') stdio = [stdio, stdio, stdio];
-  else if (Array.isArray(stdio)) stdio = stdio.filter((s) => s !== 'ipc');
-  else throw invalidArg('options.stdio must be a string or an array');
+  let execArgv = options.execArgv || process.execArgv;
+  if (execArgv === process.execArgv && process._eval != null) {
+    // Started with -e/-p: the code to evaluate must not be passed on, or
+    // the child would run the parent's code again (Node strips it too).
+    const index = execArgv.lastIndexOf(process._eval);
+    if (index > 0) {
+      execArgv = execArgv.slice();
+      execArgv.splice(index - 1, 2);
+    }
+  }
+
+  let stdio;
+  if (typeof options.stdio === 'string') stdio = stdioFromString(options.stdio);
+  else if (!Array.isArray(options.stdio)) stdio = stdioFromString(options.silent ? 'pipe' : 'inherit');
+  else if (!options.stdio.includes('ipc')) throw nodeError('ERR_CHILD_PROCESS_IPC_REQUIRED', 'options.stdio');
+  else stdio = options.stdio.slice();
+  const slot = stdio.indexOf('ipc');
+  if (stdio.indexOf('ipc', slot + 1) !== -1) throw nodeError('ERR_IPC_ONE_PIPE');
 
   const pair = binding.socketPair();
   if (typeof pair === 'number') throw systemError('ERR_PROCWIRE_SOCKET', pair, 'socketpair');
   const [parentFd, childFd] = pair;
-  const slot = Math.max(3, stdio.length);
-  const fullStdio = stdio.slice();
-  while (fullStdio.length < slot) fullStdio.push('ignore');
-  fullStdio[slot] = childFd;
+  // The channel keeps the position 'ipc' had, so child.stdio[n] and the
+  // child's descriptors are where Node puts them.
+  stdio[slot] = childFd;
 
   const env = { ...(options.env || process.env) };
   delete env.NODE_CHANNEL_FD;
   delete env.NODE_CHANNEL_SERIALIZATION_MODE;
   delete env.PROCWIRE_CHANNEL_FD;
   delete env.PROCWIRE_SERIALIZATION;
-  if (childMode === 'node') {
+  delete env.PROCWIRE_NATIVE_CHANNEL_FD;
+  // A cluster worker sets up Node's IPC before any preload runs, so it keeps
+  // Node's channel (mode 'node').
+  const mode = childMode === 'native' && env.NODE_UNIQUE_ID !== undefined ? 'node' : childMode;
+  if (mode === 'node') {
     env.NODE_CHANNEL_FD = String(slot);
     env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
+  } else if (mode === 'native') {
+    // The child's own process.send is served natively: lib/child-preload.js
+    // runs first (NODE_OPTIONS, restored there) and takes the channel.
+    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
+    // Unset when NODE_OPTIONS was unset: the preload then removes it.
+    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
+    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
+    env.NODE_OPTIONS = `${env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ` : ''}--require ${JSON.stringify(PRELOAD)}`;
   } else {
     env.PROCWIRE_CHANNEL_FD = String(slot);
     env.PROCWIRE_SERIALIZATION = serialization;
   }
 
-  const execArgv = options.execArgv || process.execArgv;
-  const spawnOptions = { ...options, stdio: fullStdio, env };
+  const spawnOptions = { ...options, stdio, env };
+  for (const key of PROCWIRE_OPTIONS) delete spawnOptions[key];
   delete spawnOptions.serialization;
-  delete spawnOptions.child;
-  delete spawnOptions.maxMessageSize;
-  delete spawnOptions.highWaterMark;
-  delete spawnOptions.maxQueuedBytes;
-  delete spawnOptions.outOfLine;
-  delete spawnOptions.outOfLineThreshold;
   delete spawnOptions.silent;
   delete spawnOptions.execArgv;
   delete spawnOptions.execPath;
   let child;
   try {
-    child = childProcess.spawn(options.execPath || process.execPath,
-      [...execArgv, String(modulePath instanceof URL ? modulePath.pathname : modulePath), ...args],
+    child = childProcess.spawn(options.execPath || process.execPath, [...execArgv, modulePath, ...args],
       spawnOptions);
+  } catch (err) {
+    binding.closeFd(parentFd);
+    throw err;
   } finally {
     // The child has its copy (or spawn failed); ours would keep the socket
     // open after the child dies and hide its exit from the channel.
@@ -97,40 +157,14 @@ function fork(modulePath, args, options) {
 
   const channel = new Channel(parentFd, {
     serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes, transport: 'fork',
-    peer: { pid: child.pid, mode: childMode },
+    peer: { pid: child.pid, mode },
     // A plain Node child reads Node's format only: no segments.
-    segments: childMode === 'procwire',
+    segments: mode !== 'node',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
   });
-  attach(child, channel);
+  setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
   return child;
-}
-
-// Gives the ChildProcess the IPC surface Node users know: send, connected,
-// disconnect(), 'message' and 'disconnect', plus procwire's channel as
-// child.channel (request/respond/stats live there).
-function attach(child, channel) {
-  child.channel = channel;
-  child.send = (...a) => channel.send(...a);
-  child.request = (value, opts) => channel.request(value, opts);
-  child.respond = (handler) => channel.respond(handler);
-  child.disconnect = () => channel.close();
-  Object.defineProperty(child, 'connected', { get: () => channel.connected, configurable: true });
-  // Forward only once someone listens on the child, so messages that arrive
-  // earlier wait in the channel's backlog rather than being emitted to nobody.
-  let forwarding = false;
-  const forward = (m) => child.emit('message', m);
-  child.on('newListener', (event) => {
-    if (event === 'message' && !forwarding) {
-      forwarding = true;
-      channel.on('message', forward);
-    }
-  });
-  channel.on('close', () => child.emit('disconnect'));
-  channel.on('error', (err) => {
-    if (child.listenerCount('error') > 0) child.emit('error', err);
-  });
 }
 
 let parentChannel;

@@ -34,4 +34,8 @@ module.exports = {
   get parent() {
     return getParent();
   },
+  // Node's cluster module, its primary forking through procwire.fork.
+  get cluster() {
+    return require('./cluster').loadCluster();
+  },
 };

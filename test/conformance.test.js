@@ -115,10 +115,14 @@ for (const transport of TRANSPORTS) {
       }
     });
 
-    await t.test('send() with a handle is refused with a coded error, not dropped', () => {
+    await t.test('send() with a handle: refused with a coded error where the transport cannot carry one', () => {
       const net = require('net');
       const server = net.createServer();
-      assert.throws(() => channel.send({ x: 1 }, server), { code: 'ERR_PROCWIRE_HANDLE_UNSUPPORTED' });
+      if (transport === 'tcp') {
+        assert.throws(() => channel.send({ x: 1 }, server), { code: 'ERR_PROCWIRE_HANDLE_UNSUPPORTED' });
+      }
+      // Anything that is not a handle Node can pass is refused as Node does.
+      assert.throws(() => channel.send({ x: 1 }, new (class NotAHandle {})()), { code: 'ERR_INVALID_HANDLE_TYPE' });
     });
 
     await t.test('messages the peer floods then closes on all arrive before close', { timeout: BIG_TIMEOUT }, async () => {

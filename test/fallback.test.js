@@ -171,7 +171,8 @@ describe('bindings match fallback', { skip: NO_NATIVE }, () => {
     // outOfLine 'never': the JS fallback cannot receive descriptors, so it
     // cannot take shared-memory segments (large views) from a native peer.
     const child = procwire.fork(PEER, ['procwire'], {
-      child: 'procwire', env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' }, stdio: ['inherit', 'inherit', 'pipe'],
+      child: 'procwire', serialization: 'advanced', env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' },
+      stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
       outOfLine: 'never',
     });
     child.stderr.resume();

@@ -14,7 +14,7 @@ if (process.argv[2] === 'child') {
   const role = process.argv[3];
   if (role === 'middle') {
     // Forks a procwire grandchild, reports its pid, then waits to be killed.
-    const child = procwire.fork(__filename, ['child', 'grandchild'], { child: 'procwire', stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = procwire.fork(__filename, ['child', 'grandchild'], { child: 'procwire', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.on('message', (m) => { if (m.ready) process.stdout.write(`grandchild ${child.pid}\n`); });
     setInterval(() => {}, 1000);
   } else if (role === 'grandchild') {

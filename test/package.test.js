@@ -90,7 +90,7 @@ if (process.argv[2] === 'child') {
   const esm = await import('procwire');
   // Under qemu-user without binfmt_misc the child must be started through
   // the same wrapper as this process.
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire', execPath: process.env.RT_EXEC_PATH || process.execPath });
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced', execPath: process.env.RT_EXEC_PATH || process.execPath });
   const reply = await child.request({ buf: Buffer.from('hi') }, { timeout: 20000 });
   const back = await new Promise((resolve) => { child.once('message', resolve); child.send([1, 'two']); });
   child.disconnect();

@@ -100,7 +100,7 @@ test('offsets and odd lengths: unaligned views are copied out of the segment, al
 });
 
 test('the receiver never sees writes the sender makes after send(); its own writes stay its own', { timeout: 30_000 }, async () => {
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
   try {
     const ch = child.channel;
     // One round trip first: large views go out of line only once the child
@@ -178,7 +178,7 @@ test('TCP and plain Node children get the same bytes inline; transfer still deta
   // has not yet written, and 4 MiB takes more than one write.
   fs.writeFileSync(file, "process.on('message', (m) => process.send(m));");
   try {
-    const child = procwire.fork(file);
+    const child = procwire.fork(file, { serialization: 'advanced' });
     const big = crypto.randomBytes(4 * MiB);
     child.send({ big });
     const [m] = await once(child, 'message');
@@ -244,7 +244,7 @@ test('a segment announcement without descriptors closes only that channel', asyn
 
 test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { timeout: 120_000 }, async () => {
   const shmBefore = shmEntries();
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire', outOfLine: 'always' });
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', outOfLine: 'always', serialization: 'advanced' });
   const ch = child.channel;
   try {
     ch.send({ op: 'fds' });
@@ -278,7 +278,7 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
 
 test('a peer killed mid-transfer closes the channel; no descriptors stay behind', { timeout: 60_000 }, async () => {
   const fdsBefore = openFds();
-  const child = procwire.fork(__filename, ['child'], { child: 'procwire' });
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
   const ch = child.channel;
   ch.send({ op: 'fds' });
   await once(ch, 'message');

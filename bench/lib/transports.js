@@ -58,7 +58,7 @@ async function openFork(peerId, ctx, index = 0) {
     });
   } else {
     child = procwire().fork(ctx.script, ctx.args || [], {
-      serialization: spec.serialization, child: spec.child, stdio, env: ctx.env, outOfLine: spec.outOfLine,
+      serialization: spec.serialization, child: spec.child, stdio: [...stdio, 'ipc'], env: ctx.env, outOfLine: spec.outOfLine,
     });
   }
   const t = {

@@ -51,8 +51,10 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
-// Received descriptors waiting for their control frame. A peer that sends
-// more than this without announcing them is broken or hostile.
+// Received descriptors waiting for the frame that claims them (a segment
+// announcement, or a NODE_HANDLE message on channels that take handles).
+// They only wait while that frame is still incomplete; a peer that gets more
+// than this many in flight that way is broken or hostile.
 constexpr size_t kMaxPendingFds = 256;
 // First payload byte of the control frame that announces a message's
 // segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
@@ -319,6 +321,15 @@ class NativeChannel final : public Closable {
   // out of line from now on. (Until then everything goes inline, so a peer
   // without shared-memory support, such as one on the JS fallback, is never
   // sent a descriptor.)
+  // acceptHandles(): descriptors that arrive with a NODE_HANDLE message are
+  // handed to JavaScript (the 6th argument of onread) instead of being
+  // closed. Only fork channels and named unix channels call this.
+  static void AcceptHandles(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->handles_enabled_ = true;
+  }
+
   static void EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -594,6 +605,8 @@ class NativeChannel final : public Closable {
     std::vector<Local<Value>> messages;
     // Pairs (index in messages, error): the error happened before that message.
     std::vector<Local<Value>> errors;
+    // Pairs (index in messages, descriptor) for NODE_HANDLE messages.
+    std::vector<Local<Value>> handle_fds;
     int end_status = 1;  // 1: still open; 0: end of stream; <0: -errno.
     size_t bytes_this_wake = 0;
     std::vector<int> fds;
@@ -610,7 +623,7 @@ class NativeChannel final : public Closable {
           bytes_this_wake += r.bytes;
           v8::TryCatch try_catch(isolate);
           reader_.CommitTail(static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-            DeliverFrame(context, nullptr, f, &messages, &errors, &try_catch);
+            DeliverFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
           });
           continue;
         }
@@ -635,7 +648,7 @@ class NativeChannel final : public Closable {
           ReadBlock* block = block_;
           const FramingError fe =
               reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-                DeliverFrame(context, block, f, &messages, &errors, &try_catch);
+                DeliverFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
           if (fe != FramingError::kNone) {
             end_status = -1000;  // framing error, reported below
@@ -658,8 +671,12 @@ class NativeChannel final : public Closable {
     // with unread data does) with part of a frame buffered: a message was
     // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
     if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = -1002;
+    // A descriptor rides on the first byte of the frame that claims it, so
+    // once every byte read so far belongs to a complete frame, a descriptor
+    // still unclaimed was never announced: it is closed now rather than held.
+    if (reader_.buffered() == 0) ClosePendingFds();
 
-    if (!messages.empty() || !errors.empty() || taken_segments_ > 0) {
+    if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
       Local<Value> error_list = errors.empty()
                                     ? Local<Value>(v8::Undefined(isolate))
@@ -670,11 +687,14 @@ class NativeChannel final : public Closable {
       // segments), so JavaScript can bound a backlog in bytes.
       Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
                              Number::New(isolate, taken_segment_bytes_),
-                             Number::New(isolate, frame_bytes_ + taken_segment_bytes_)};
+                             Number::New(isolate, frame_bytes_ + taken_segment_bytes_),
+                             handle_fds.empty()
+                                 ? Local<Value>(v8::Undefined(isolate))
+                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size()))};
       taken_segments_ = 0;
       taken_segment_bytes_ = 0;
       frame_bytes_ = 0;
-      Call(on_read_, 5, argv);
+      Call(on_read_, 6, argv);
       if (closing_) return;
     }
     if (end_status == -1001) {
@@ -719,7 +739,7 @@ class NativeChannel final : public Closable {
 
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
                     std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
-                    v8::TryCatch* try_catch) {
+                    std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
     frame_bytes_ += static_cast<double>(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1));
     if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
@@ -760,6 +780,13 @@ class NativeChannel final : public Closable {
     }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
                       with_segments, reader_.max_payload_size())) {
+      if (handles_enabled_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
+        // Node's protocol: the descriptor that arrived with (or before) a
+        // NODE_HANDLE message is that message's handle.
+        handle_fds->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
+        handle_fds->push_back(Integer::New(isolate, pending_fds_.front()));
+        pending_fds_.pop_front();
+      }
       messages->push_back(value);
       return;
     }
@@ -778,15 +805,37 @@ class NativeChannel final : public Closable {
   // read, before that read's frames are parsed, because the descriptors
   // travel with the first byte of their control frame.
   void AdoptFds(std::vector<int>* fds) {
+    const bool takes_fds = ool_enabled_ || handles_enabled_;
     for (int fd : *fds) {
-      if (ool_enabled_ && pending_fds_.size() < kMaxPendingFds) {
+      if (takes_fds && pending_fds_.size() < kMaxPendingFds) {
         pending_fds_.push_back(fd);
       } else {
         CloseFd(fd);
-        if (ool_enabled_) too_many_fds_ = true;
+        if (takes_fds) too_many_fds_ = true;
       }
     }
     fds->clear();
+  }
+
+  void ClosePendingFds() {
+    for (int fd : pending_fds_) CloseFd(fd);
+    pending_fds_.clear();
+  }
+
+  // True for { cmd: 'NODE_HANDLE', ... }: a plain decoded object, so reading
+  // cmd runs no user code.
+  bool IsHandleMessage(Local<Context> context, Local<Value> value) {
+    if (!value->IsObject() || value->IsArrayBufferView()) return false;
+    Isolate* isolate = data_->isolate;
+    Local<v8::String> key = v8::String::NewFromUtf8Literal(isolate, "cmd");
+    Local<Object> object = value.As<Object>();
+    // Own data properties only: nothing inherited (a patched prototype) runs.
+    if (!object->HasOwnProperty(context, key).FromMaybe(false)) return false;
+    Local<Value> cmd;
+    if (!object->Get(context, key).ToLocal(&cmd)) return false;
+    if (!cmd->IsString()) return false;
+    v8::String::Utf8Value text(isolate, cmd);
+    return text.length() == 11 && std::memcmp(*text, "NODE_HANDLE", 11) == 0;
   }
 
   // A control frame [0xFE][n]: the next frame's n segments are the next n
@@ -913,6 +962,7 @@ class NativeChannel final : public Closable {
   bool peer_hung_up_ = false;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
+  bool handles_enabled_ = false;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Optional counters shared with JavaScript (see New).
@@ -1126,6 +1176,7 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
+  SetMethod(isolate, ch, external, "acceptHandles", NativeChannel::AcceptHandles);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
   SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);

@@ -23,12 +23,14 @@ async function open(transport, options = {}) {
   if (transport === 'fork-plain' || transport === 'fork-procwire') {
     const mode = transport === 'fork-plain' ? 'plain' : 'procwire';
     const child = procwire.fork(PEER, [mode], { serialization, child: mode === 'plain' ? 'node' : 'procwire' });
+    // child.channel is null once disconnected (as Node's): keep our own.
+    const channel = child.channel;
     return {
-      channel: child.channel,
+      channel,
       child,
       server: null,
       async cleanup() {
-        child.channel.destroy();
+        channel.destroy();
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
         await waitExit(child);
       },

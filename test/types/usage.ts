@@ -13,7 +13,12 @@ async function main(): Promise<void> {
   const child = procwire.fork('./child.js', ['x'], { serialization: 'json', child: 'procwire' });
   child.send({ hello: 'world' });
   const reply: { ok: boolean } = await child.request<{ ok: boolean }>({ q: 1 }, { timeout: 100 });
-  const ch: Channel = child.channel;
+  // null once disconnected, as child_process.
+  const ch: Channel = child.channel!;
+  const fd: number | undefined = child.channel!.fd;
+  void fd;
+  const cluster = procwire.cluster;
+  if (cluster.isPrimary) cluster.fork();
   ch.on('close', (reason: CloseReason, err?: ProcwireError) => { void reason; void err; });
   ch.on('message', (m) => void m);
   const stats: ChannelStats | null = ch.stats();

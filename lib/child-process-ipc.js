@@ -1,0 +1,533 @@
+'use strict';
+// Node's child_process IPC semantics over a procwire Channel.
+//
+// Two pieces:
+//   HandleProtocol: passing handles (sockets, servers, UDP sockets) the way
+//     Node's own IPC does, so either end may be plain Node: the message is
+//     wrapped as { cmd: 'NODE_HANDLE', type, msg }, the descriptor rides
+//     beside that frame (SCM_RIGHTS), the receiver answers NODE_HANDLE_ACK
+//     (or NODE_HANDLE_NACK when no descriptor came, and the sender tries
+//     again, up to 3 times), and everything sent while a handle waits for
+//     its answer is queued behind it so the order holds.
+//   setupChildProcess: the ChildProcess surface of fork() (send, _send,
+//     connected, disconnect, _disconnect, channel, _channel, _handleQueue,
+//     _pendingMessage, 'message', 'internalMessage', 'disconnect'), with
+//     Node's events, timing, codes and messages.
+// Handles are rebuilt from received descriptors with public API only
+// (new net.Socket({ fd }), server.listen({ fd }), socket.bind({ fd })).
+
+const net = require('net');
+const dgram = require('dgram');
+const EventEmitter = require('events');
+const { nodeError, makeError } = require('./errors');
+const { binding } = require('./native');
+
+// Node retransmits a handle this many times after a NODE_HANDLE_NACK.
+const MAX_HANDLE_RETRANSMISSIONS = 3;
+
+function isInternal(message) {
+  return message !== null && typeof message === 'object' && typeof message.cmd === 'string' &&
+    message.cmd.length > 5 && message.cmd.startsWith('NODE_');
+}
+
+function isHandleAnswer(message) {
+  return message !== null && typeof message === 'object' &&
+    (message.cmd === 'NODE_HANDLE_ACK' || message.cmd === 'NODE_HANDLE_NACK');
+}
+
+// The Node handle-conversion type a value travels as, or null. Raw handles
+// (what net and cluster keep in `_handle`, e.g. a server's TCP handle) are
+// recognised by their class name, as they are not reachable through public
+// API otherwise.
+function handleType(handle) {
+  if (handle instanceof net.Socket) return 'net.Socket';
+  if (handle instanceof net.Server) return 'net.Server';
+  const name = handle && handle.constructor ? handle.constructor.name : '';
+  if (name === 'TCP' || name === 'Pipe') return 'net.Native';
+  if (handle instanceof dgram.Socket) return 'dgram.Socket';
+  if (name === 'UDP') return 'dgram.Native';
+  return null;
+}
+
+// The handle object that a dgram.Socket keeps in its state (under a symbol,
+// since `socket._handle` is a deprecated accessor that would warn).
+function dgramHandle(socket) {
+  for (const symbol of Object.getOwnPropertySymbols(socket)) {
+    const state = socket[symbol];
+    if (state !== null && typeof state === 'object' && 'handle' in state && 'receiving' in state) return state.handle;
+  }
+  return null;
+}
+
+// A received handle nobody will get (the channel went away meanwhile).
+function discardHandle(handle) {
+  if (!handle) return;
+  if (typeof handle.destroy === 'function') handle.destroy();
+  else if (typeof handle.close === 'function') handle.close();
+}
+
+function descriptorOf(handle) {
+  const fd = handle ? handle.fd : undefined;
+  return typeof fd === 'number' && fd >= 0 ? fd : -1;
+}
+
+// Connections a net.Server handed to the peer, by the server's connection
+// key: the server asks through it how many are still open
+// (server.getConnections) and waits for them on close(), in Node's
+// NODE_SOCKET_* messages, so either end may be plain Node.
+class SentSockets extends EventEmitter {
+  constructor(host, key) {
+    super();
+    this.key = key;
+    this.host = host;
+    if (typeof host.once === 'function' && host.pid !== undefined) host.once('exit', () => this.emit('exit', this));
+  }
+
+  _request(message, replyCmd, swallowErrors, callback) {
+    const host = this.host;
+    const onClose = () => {
+      host.removeListener('internalMessage', onReply);
+      callback(nodeError('ERR_CHILD_CLOSED_BEFORE_REPLY'));
+    };
+    const onReply = (reply) => {
+      if (!(reply.cmd === replyCmd && reply.key === this.key)) return;
+      host.removeListener('disconnect', onClose);
+      host.removeListener('internalMessage', onReply);
+      callback(null, reply);
+    };
+    if (!host.connected) {
+      onClose();
+      return;
+    }
+    host._send(message, undefined, swallowErrors);
+    host.once('disconnect', onClose);
+    host.on('internalMessage', onReply);
+  }
+
+  close(callback) {
+    this._request({ cmd: 'NODE_SOCKET_NOTIFY_CLOSE', key: this.key }, 'NODE_SOCKET_ALL_CLOSED', true, callback);
+  }
+
+  getConnections(callback) {
+    this._request({ cmd: 'NODE_SOCKET_GET_COUNT', key: this.key }, 'NODE_SOCKET_COUNT', false,
+      (err, reply) => (err ? callback(err) : callback(null, reply.count)));
+  }
+}
+
+// The receiving side: counts the connections of one key still open here.
+class ReceivedSockets extends EventEmitter {
+  constructor(host, key) {
+    super();
+    this.connections = 0;
+    this.key = key;
+    this.host = host;
+    const onEmpty = () => {
+      if (host.connected) host._send({ cmd: 'NODE_SOCKET_ALL_CLOSED', key: this.key }, undefined, true);
+    };
+    host.on('internalMessage', (message) => {
+      if (message.key !== this.key) return;
+      if (message.cmd === 'NODE_SOCKET_NOTIFY_CLOSE') {
+        if (this.connections === 0) onEmpty();
+        else this.once('empty', onEmpty);
+      } else if (message.cmd === 'NODE_SOCKET_GET_COUNT' && host.connected) {
+        host._send({ cmd: 'NODE_SOCKET_COUNT', key: this.key, count: this.connections });
+      }
+    });
+  }
+
+  add(socket) {
+    this.connections++;
+    socket.once('close', () => {
+      if (--this.connections === 0) this.emit('empty', this);
+    });
+  }
+}
+
+// What is sent for each type: the descriptor, and how the sending side lets
+// go of the handle once the peer took it. Returns null when there is nothing
+// to send (a socket without a handle, a server not listening): the message
+// then goes without a handle, as in Node.
+function prepareSend(type, message, handle, options, protocol) {
+  switch (type) {
+    case 'net.Socket': {
+      const raw = handle._handle;
+      const fd = descriptorOf(raw);
+      if (fd < 0) return null;
+      const server = handle.server;
+      if (server && typeof server._setupWorker === 'function') {
+        // A connection of one of our servers: the server keeps counting it
+        // through the peer (getConnections, close), as Node's does.
+        message.key = server._connectionKey;
+        const first = !protocol.sent.has(message.key);
+        const list = protocol.socketList('sent', message.key);
+        if (first) server._setupWorker(list);
+      }
+      if (!options.keepOpen) {
+        // The peer owns the connection from now on: this end stops reading
+        // at once (bytes it read would be lost to the peer) and lets the
+        // socket go when the peer acknowledges it.
+        handle.pause();
+        handle.setTimeout(0);
+        return { fd, release: () => handle.destroy() };
+      }
+      return { fd, release: null };
+    }
+    case 'net.Server': {
+      const fd = descriptorOf(handle._handle);
+      return fd < 0 ? null : { fd, release: null };
+    }
+    case 'net.Native':
+    case 'dgram.Native': {
+      const fd = descriptorOf(handle);
+      return fd < 0 ? null : { fd, release: null };
+    }
+    case 'dgram.Socket': {
+      const fd = descriptorOf(dgramHandle(handle));
+      if (fd < 0) return null;
+      message.dgramType = handle.type;
+      return { fd, release: null };
+    }
+    default:
+      return null;
+  }
+}
+
+// Builds the handle for a received descriptor and passes it to `done` (at
+// once for sockets, once listening for servers and UDP sockets).
+function receiveHandle(message, fd, done, protocol) {
+  switch (message.type) {
+    case 'net.Socket': {
+      const socket = new net.Socket({ fd, readable: true, writable: true });
+      // A connection of the sender's server: it may ask how many are open.
+      if (message.key) protocol.socketList('received', message.key).add(socket);
+      done(socket);
+      return;
+    }
+    case 'net.Server': {
+      const server = new net.Server();
+      // exclusive: the descriptor is already listening; in a cluster worker
+      // a non-exclusive listen would ask the primary for a server instead.
+      server.listen({ fd, exclusive: true }, () => done(server));
+      return;
+    }
+    case 'net.Native': {
+      // Node hands over the bare handle here. net.Socket makes it (TCP or
+      // Pipe, from the descriptor's type) without starting to read; this
+      // end then takes the handle and leaves the socket object behind.
+      const socket = new net.Socket({ fd, readable: false, writable: false });
+      const raw = socket._handle;
+      socket._handle = null;
+      done(raw);
+      return;
+    }
+    case 'dgram.Socket':
+    case 'dgram.Native': {
+      const type = message.dgramType === 'udp6' ? 'udp6' : 'udp4';
+      const socket = dgram.createSocket(type);
+      socket.bind({ fd, exclusive: true }, () => done(socket));
+      return;
+    }
+    default:
+      // Not a type Node sends: the descriptor is not ours to keep.
+      binding.closeFd(fd);
+  }
+}
+
+// Handle passing for one channel. `host` is the object users call (the
+// ChildProcess, or the Channel itself): it holds _handleQueue and
+// _pendingMessage as Node's ChildProcess does, and `deliver(message, handle,
+// internal)` emits what arrives.
+class HandleProtocol {
+  constructor(channel, host, deliver) {
+    this.channel = channel;
+    this.host = host;
+    this.deliver = deliver;
+    host._handleQueue = null;
+    host._pendingMessage = null;
+    this.sent = new Map();
+    this.received = new Map();
+    channel._handleHook = (message, fd) => this._onControl(message, fd);
+  }
+
+  socketList(kind, key) {
+    const lists = this[kind];
+    let list = lists.get(key);
+    if (list === undefined) {
+      list = kind === 'sent' ? new SentSockets(this.host, key) : new ReceivedSockets(this.host, key);
+      lists.set(key, list);
+    }
+    return list;
+  }
+
+  // Node's _send: message and handle already checked by the caller.
+  // writeNow(message, options, callback) -> boolean writes a plain message.
+  send(message, handle, options, callback, writeNow) {
+    const host = this.host;
+    if (handle) {
+      const type = handleType(handle);
+      if (type === null) throw nodeError('ERR_INVALID_HANDLE_TYPE');
+      if (!this.channel._takesHandles) {
+        throw makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
+          `a ${this.channel.transport} channel cannot pass handles; only unix sockets (fork, named channels) can`);
+      }
+      if (host._handleQueue) {
+        host._handleQueue.push({ callback, handle, options, message });
+        return host._handleQueue.length === 1;
+      }
+      const wrapper = { cmd: 'NODE_HANDLE', type, msg: message };
+      const prepared = prepareSend(type, wrapper, handle, options, this);
+      if (prepared === null) return writeNow(message, options, callback);
+      return this._writeHandle(wrapper, handle, prepared, options, callback, 0);
+    }
+    if (host._handleQueue && !isHandleAnswer(message)) {
+      // Behind an unacknowledged handle: queued so the order holds.
+      host._handleQueue.push({ callback, handle: null, options, message });
+      return host._handleQueue.length === 1;
+    }
+    return writeNow(message, options, callback);
+  }
+
+  _writeHandle(wrapper, handle, prepared, options, callback, retransmissions) {
+    const host = this.host;
+    const ok = this.channel._sendWithDescriptor(wrapper, prepared.fd, callback);
+    host._handleQueue = host._handleQueue || [];
+    host._pendingMessage = { callback: undefined, message: wrapper, handle, options, retransmissions, prepared };
+    return ok;
+  }
+
+  // The peer answered the handle in flight, or sent one.
+  _onControl(message, fd) {
+    const host = this.host;
+    if (message.cmd === 'NODE_HANDLE') {
+      if (fd === undefined) {
+        // The message came without its descriptor (for example it was cut
+        // off as MSG_CTRUNC): tell the sender, which tries again.
+        this._answer('NODE_HANDLE_NACK');
+        return;
+      }
+      if (this.channel.closed) {
+        binding.closeFd(fd);
+        return;
+      }
+      this._answer('NODE_HANDLE_ACK');
+      receiveHandle(message, fd, (handle) => this.deliver(message.msg, handle, isInternal(message.msg)), this);
+      return;
+    }
+    // NODE_HANDLE_ACK or NODE_HANDLE_NACK.
+    const pending = host._pendingMessage;
+    let resend = null;
+    if (pending) {
+      if (message.cmd === 'NODE_HANDLE_ACK') {
+        this._release();
+      } else if (pending.retransmissions >= MAX_HANDLE_RETRANSMISSIONS) {
+        this._release();
+        process.emitWarning('Handle did not reach the receiving process correctly', 'SentHandleNotReceivedWarning');
+      } else {
+        resend = pending;
+        host._pendingMessage = null;
+      }
+    }
+    const queue = host._handleQueue || [];
+    host._handleQueue = null;
+    if (resend !== null) {
+      this._writeHandle(resend.message, resend.handle, resend.prepared, resend.options, undefined,
+        resend.retransmissions + 1);
+    }
+    for (const item of queue) host._send(item.message, item.handle, item.options, item.callback);
+    if (typeof host._afterQueue === 'function') host._afterQueue();
+  }
+
+  _answer(cmd) {
+    // Not initiated by the user: failing to answer is not their error.
+    if (this.channel.connected) this.channel._sendAnswer({ cmd });
+  }
+
+  // Lets go of the handle in flight (it reached the peer, or never will).
+  _release() {
+    const pending = this.host._pendingMessage;
+    this.host._pendingMessage = null;
+    if (pending && pending.prepared.release) pending.prepared.release();
+  }
+}
+
+// Node's checks on send(message, handle, options, callback), shared by the
+// ChildProcess and Channel surfaces. Returns the normalised arguments.
+function normalizeSendArgs(handle, options, callback) {
+  if (typeof handle === 'function') {
+    callback = handle;
+    handle = undefined;
+    options = undefined;
+  } else if (typeof options === 'function') {
+    callback = options;
+    options = undefined;
+  } else if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw nodeError('ERR_INVALID_ARG_TYPE', 'options', 'of type object', options);
+  }
+  return [handle, { swallowErrors: false, ...options }, callback];
+}
+
+function checkMessage(message) {
+  if (message === undefined) throw nodeError('ERR_MISSING_ARGS', 'message');
+  const type = typeof message;
+  if (type !== 'string' && type !== 'object' && type !== 'number' && type !== 'boolean') {
+    throw nodeError('ERR_INVALID_ARG_TYPE', 'message', 'one of type string, object, number, or boolean', message);
+  }
+}
+
+// On the child_process surface a closed channel is Node's
+// ERR_IPC_CHANNEL_CLOSED, not procwire's code.
+const kNodeFacing = Symbol('nodeFacing');
+function nodeFacing(err) {
+  return err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED' ? nodeError('ERR_IPC_CHANNEL_CLOSED') : err;
+}
+
+// Gives `child` (a ChildProcess spawned without Node's channel) Node's IPC
+// surface on top of `channel`, with procwire's extras (request, respond).
+// With { childSide: true } the same surface goes on `process` in a child
+// (see lib/child-preload.js), as Node's own child side: the channel keeps
+// the process alive only while 'message' or 'disconnect' listeners exist,
+// unless process.channel.ref()/unref() said otherwise.
+function setupChildProcess(child, channel, { legacyChannelAlias, childSide = false }) {
+  child.channel = channel;
+  if (legacyChannelAlias) {
+    // Node 20-24 keep `_channel` (deprecated, DEP0129) as an alias.
+    Object.defineProperty(child, '_channel', {
+      get() { return child.channel; },
+      set(value) { child.channel = value; },
+      configurable: true,
+      enumerable: false,
+    });
+  }
+  if (!childSide) {
+    // The channel counts towards 'close' as Node's IPC pipe does.
+    child._closesNeeded = (child._closesNeeded || 1) + 1;
+    child._closesGot = child._closesGot || 0;
+  } else {
+    let refs = 0;
+    let explicit = false;
+    const ref = channel.ref;
+    const unref = channel.unref;
+    channel.ref = function explicitRef() { explicit = true; return ref.call(channel); };
+    channel.unref = function explicitUnref() { explicit = true; return unref.call(channel); };
+    unref.call(channel);
+    child.on('newListener', (name) => {
+      if ((name === 'message' || name === 'disconnect') && ++refs === 1 && !explicit) ref.call(channel);
+    });
+    child.on('removeListener', (name) => {
+      if ((name === 'message' || name === 'disconnect') && --refs === 0 && !explicit) unref.call(channel);
+    });
+  }
+  child.connected = true;
+
+  const pendingMessages = [];
+  const emitNow = (event, message, handle) => {
+    if (event === 'internalMessage' || child.listenerCount('message') > 0) {
+      child.emit(event, message, handle);
+      return;
+    }
+    pendingMessages.push([event, message, handle]);
+  };
+  // Like Node: a message is emitted on the next tick, and kept until a
+  // 'message' listener exists; nothing is emitted once disconnected.
+  const deliver = (message, handle, internal) => {
+    if (!child.channel) {
+      discardHandle(handle);
+      return;
+    }
+    process.nextTick(emitNow, internal ? 'internalMessage' : 'message', message, handle);
+  };
+  child.on('newListener', () => {
+    process.nextTick(() => {
+      if (!child.channel || child.listenerCount('message') === 0 || pendingMessages.length === 0) return;
+      const list = pendingMessages.splice(0);
+      for (const args of list) child.emit(...args);
+    });
+  });
+
+  const protocol = new HandleProtocol(channel, child, deliver);
+  // Node's own handle bookkeeping listens on 'internalMessage', so listeners
+  // there see NODE_HANDLE, NODE_HANDLE_ACK and NODE_HANDLE_NACK too.
+  const handleHook = channel._handleHook;
+  channel._handleHook = (message, fd) => {
+    handleHook(message, fd);
+    deliver(message, undefined, true);
+  };
+  channel.on('message', (message) => deliver(message, undefined, false));
+  channel.on('internalMessage', (message) => deliver(message, undefined, true));
+  channel._handleAnnounce = (message) => deliver(message, undefined, true);
+
+  const writeNow = (message, options, callback) =>
+    channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', nodeFacing(err)));
+
+  child.send = function send(message, handle, options, callback) {
+    [handle, options, callback] = normalizeSendArgs(handle, options, callback);
+    if (this.connected) return this._send(message, handle, options, callback);
+    const err = nodeError('ERR_IPC_CHANNEL_CLOSED');
+    if (typeof callback === 'function') process.nextTick(callback, err);
+    else process.nextTick(() => this.emit('error', err));
+    return false;
+  };
+
+  child._send = function _send(message, handle, options, callback) {
+    checkMessage(message);
+    if (typeof options === 'boolean') options = { swallowErrors: options };
+    if (options === undefined || options === null) options = { swallowErrors: false };
+    if (typeof callback === 'function' && !callback[kNodeFacing]) {
+      const userCallback = callback;
+      callback = (err) => userCallback(nodeFacing(err));
+      callback[kNodeFacing] = true;
+    }
+    return protocol.send(message, handle, options, callback, writeNow);
+  };
+
+  child._afterQueue = function afterQueue() {
+    // A disconnect() asked for while handles were in flight happens now.
+    if (!this.connected && this.channel && !this._handleQueue) this._disconnect();
+  };
+
+  child.disconnect = function disconnect() {
+    if (!this.connected) {
+      this.emit('error', nodeError('ERR_IPC_DISCONNECTED'));
+      return;
+    }
+    this.connected = false;
+    if (!this._handleQueue) this._disconnect();
+  };
+
+  child._disconnect = function _disconnect() {
+    if (!this.channel) return;
+    this.channel = null;
+    if (this._pendingMessage) protocol._release();
+    process.nextTick(() => {
+      channel.close();
+      child.emit('disconnect');
+    });
+  };
+
+  if (!childSide) {
+    child.request = (value, opts) => channel.request(value, opts);
+    child.respond = (handler) => channel.respond(handler);
+  }
+
+  let closedCounted = false;
+  channel.on('close', (reason) => {
+    // The peer went away (or the channel failed): Node disconnects, drops
+    // the channel (even with handles still queued) and counts it as closed
+    // for 'close'. A disconnect() of ours does not count: Node's 'close'
+    // then never comes, and neither does ours.
+    if (child.connected) child.disconnect();
+    child.channel = null;
+    if (!childSide && !closedCounted && reason !== 'local' && reason !== 'destroyed') {
+      closedCounted = true;
+      child._closesGot++;
+      if (child._closesGot === child._closesNeeded) child.emit('close', child.exitCode, child.signalCode);
+    }
+  });
+  channel.on('error', (err) => {
+    if (child.listenerCount('error') > 0) child.emit('error', err);
+  });
+}
+
+module.exports = {
+  HandleProtocol, setupChildProcess, normalizeSendArgs, checkMessage, isInternal, handleType, discardHandle,
+};

@@ -1,0 +1,557 @@
+'use strict';
+// procwire.fork as a drop-in for child_process.fork: each test runs the same
+// steps against child_process.fork itself, procwire.fork with a plain Node
+// child, and procwire.fork with a procwire child, and asserts the three
+// observe the same thing (and what Node documents, where it is a value).
+
+const test = require('node:test');
+const assert = require('node:assert');
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const dgram = require('dgram');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const url = require('url');
+const procwire = require('..');
+const { binding } = require('../lib/native');
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'fork-child.js');
+const CLUSTER_FIXTURE = path.join(__dirname, 'fixtures', 'cluster-http.js');
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+const STEP_TIMEOUT = 10_000;
+
+const VARIANTS = [
+  { name: 'child_process.fork', fork: (file, args, options) => childProcess.fork(file, args, options) },
+  { name: 'procwire.fork/node', fork: (file, args, options) => procwire.fork(file, args, options) },
+  { name: 'procwire.fork/procwire', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'procwire' }) },
+  { name: 'procwire.fork/native', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'native' }) },
+];
+
+function describeError(err) {
+  return err ? { name: err.name, code: err.code, message: err.message } : null;
+}
+
+function thrown(fn) {
+  try {
+    const result = fn();
+    if (result instanceof childProcess.ChildProcess) result.kill('SIGKILL');
+  } catch (err) {
+    return describeError(err);
+  }
+  return null;
+}
+
+function withTimeout(promise, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), STEP_TIMEOUT);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+// The next 'message' (message, handle) that satisfies `accept`.
+function nextMessage(emitter, accept = () => true, event = 'message') {
+  return withTimeout(new Promise((resolve) => {
+    const on = (message, handle) => {
+      if (!accept(message)) return;
+      emitter.removeListener(event, on);
+      resolve({ message, handle });
+    };
+    emitter.on(event, on);
+  }), event);
+}
+
+function once(emitter, event) {
+  return withTimeout(new Promise((resolve) => emitter.once(event, (...args) => resolve(args))), event);
+}
+
+async function stop(child) {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+  }
+}
+
+// Runs `observe(variant)` for every variant and asserts equal observations.
+async function sideBySide(t, observe) {
+  const seen = [];
+  for (const variant of VARIANTS) seen.push([variant.name, await observe(variant)]);
+  for (const [name, observation] of seen.slice(1)) {
+    assert.deepStrictEqual(observation, seen[0][1], `${name} differs from ${seen[0][0]}`);
+  }
+  return seen[0][1];
+}
+
+function readAll(socket) {
+  return withTimeout(new Promise((resolve, reject) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => { text += d; });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  }), 'socket data');
+}
+
+test('argument errors: same codes, classes and messages as child_process.fork', () => {
+  const cases = [
+    [1],
+    [FIXTURE, 1],
+    [FIXTURE, [], 'not an object'],
+    [FIXTURE, { stdio: 'bogus' }],
+    [FIXTURE, { stdio: ['pipe', 'pipe', 'pipe'] }],
+    [FIXTURE, { stdio: ['pipe', 'pipe', 'pipe', 'ipc', 'ipc'] }],
+    [FIXTURE, { serialization: 'xml' }],
+    ['a\u0000b'],
+  ];
+  for (const args of cases) {
+    const node = thrown(() => childProcess.fork(...args));
+    assert.ok(node !== null, `child_process.fork should throw for ${JSON.stringify(args)}`);
+    assert.deepStrictEqual(thrown(() => procwire.fork(...args)), node);
+  }
+});
+
+test('fork(path, null, options) and file: URLs with escapes work as in child_process', { timeout: 30_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire fork %20 '));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'child #1.js');
+  fs.writeFileSync(file, "process.on('message', (m) => { process.send({ back: m }); process.disconnect(); });\n");
+  const fileUrl = url.pathToFileURL(file);
+  await sideBySide(t, async (variant) => {
+    if (variant.name.endsWith('/procwire')) return { back: 1 };  // plain child only
+    const child = variant.fork(fileUrl, null, { stdio: 'inherit' });
+    try {
+      child.send(1);
+      return (await nextMessage(child)).message;
+    } finally {
+      await stop(child);
+    }
+  });
+});
+
+test('the ChildProcess surface: send, internalMessage, channel, disconnect, errors', { timeout: 60_000 }, async (t) => {
+  const observed = await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const obs = {};
+    try {
+      obs.connected = child.connected;
+      obs.fd = typeof child.channel.fd;
+      obs.refUnref = [typeof child.channel.ref, typeof child.channel.unref];
+      obs.hasLegacyAlias = '_channel' in child;
+      obs.handleQueue = child._handleQueue;
+      let callbackErr;
+      const sent = new Promise((resolve) => {
+        obs.sendReturn = child.send({ op: 'echo', value: 1 }, (err) => { callbackErr = err; resolve(); });
+      });
+      obs.callbackSync = callbackErr;
+      await sent;
+      obs.callbackErr = callbackErr;
+      obs.echo = (await nextMessage(child)).message;
+      // The default serialization is json, as Node's: functions vanish, a
+      // Map becomes {}, nothing throws.
+      child.send({ op: 'echo', value: { a: 1, f() {}, m: new Map([[1, 2]]) } });
+      obs.jsonEcho = (await nextMessage(child)).message;
+      obs.errors = {
+        nullOptions: thrown(() => child.send({}, null, null)),
+        numberOptions: thrown(() => child.send({}, undefined, 5)),
+        missing: thrown(() => child.send(undefined)),
+        symbol: thrown(() => child.send(Symbol('s'))),
+        badHandle: thrown(() => child.send({}, { not: 'a handle' })),
+      };
+      // Internal messages (cmd NODE_*) go to 'internalMessage' only, in order.
+      const events = [];
+      const onInternal = (m) => events.push(['internalMessage', m]);
+      const onMessage = (m) => events.push(['message', m]);
+      child.on('internalMessage', onInternal);
+      child.on('message', onMessage);
+      child.send({ op: 'internal', value: 7 });
+      await nextMessage(child, (m) => m.after === true);
+      child.removeListener('internalMessage', onInternal);
+      child.removeListener('message', onMessage);
+      obs.internalEvents = events;
+
+      const disconnected = once(child, 'disconnect');
+      const exited = once(child, 'exit');
+      const closed = once(child, 'close');
+      closed.catch(() => {});
+      child.disconnect();
+      obs.afterDisconnect = { connected: child.connected, channel: child.channel };
+      await disconnected;
+      const secondError = once(child, 'error');
+      child.disconnect();
+      obs.secondDisconnect = describeError((await secondError)[0]);
+      obs.sendAfter = await new Promise((resolve) => {
+        obs.sendAfterReturn = child.send({ op: 'echo' }, (err) => resolve(describeError(err)));
+      });
+      const sendError = once(child, 'error');
+      child.send({ op: 'echo' });
+      obs.sendAfterNoCallback = describeError((await sendError)[0]);
+      obs.exit = (await exited)[0];
+      // Node never emits 'close' after the parent's own disconnect() (the
+      // channel is not counted as closed then): neither may procwire.
+      obs.closeAfterOwnDisconnect = await Promise.race([
+        closed.then(() => true, () => false), new Promise((resolve) => setTimeout(resolve, 300, false))]);
+      obs.channelAtExit = child.channel;
+      return obs;
+    } finally {
+      await stop(child);
+    }
+  });
+  assert.strictEqual(observed.sendReturn, true);
+  assert.strictEqual(observed.callbackErr, null);
+  assert.strictEqual(observed.hasLegacyAlias, NODE_MAJOR < 26);
+  assert.deepStrictEqual(observed.jsonEcho, { echo: { a: 1, m: {} } });
+  assert.strictEqual(observed.errors.nullOptions.code, 'ERR_INVALID_ARG_TYPE');
+  assert.strictEqual(observed.errors.missing.code, 'ERR_MISSING_ARGS');
+  assert.strictEqual(observed.errors.badHandle.code, 'ERR_INVALID_HANDLE_TYPE');
+  assert.deepStrictEqual(observed.internalEvents.map((e) => e[0]), ['internalMessage', 'message']);
+  assert.strictEqual(observed.secondDisconnect.code, 'ERR_IPC_DISCONNECTED');
+  assert.strictEqual(observed.sendAfter.code, 'ERR_IPC_CHANNEL_CLOSED');
+  assert.strictEqual(observed.sendAfterNoCallback.code, 'ERR_IPC_CHANNEL_CLOSED');
+});
+
+test("stdio: 'ipc' keeps its position; stdio arrays, strings and silent as Node", { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const obs = {};
+    const a = variant.fork(FIXTURE, [], { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'ipc'] });
+    try {
+      obs.a = a.stdio.map((s) => (s === null ? null : 'stream'));
+      a.send({ op: 'info' });
+      obs.aFd = (await nextMessage(a)).message.channelFd;
+    } finally {
+      await stop(a);
+    }
+    const b = variant.fork(FIXTURE, [], { stdio: ['ipc', 'pipe', 'pipe'] });
+    try {
+      obs.b = b.stdio.map((s) => (s === null ? null : 'stream'));
+      obs.bStdin = b.stdin;
+      const stderr = new Promise((resolve) => {
+        let text = '';
+        b.stderr.setEncoding('utf8');
+        b.stderr.on('data', (d) => { text += d; if (text.includes('\n')) resolve(text); });
+      });
+      b.send({ op: 'info' });
+      obs.bFd = (await nextMessage(b)).message.channelFd;
+      b.send({ op: 'stderr' });
+      obs.bStderr = await withTimeout(stderr, 'stderr');
+    } finally {
+      await stop(b);
+    }
+    const c = variant.fork(FIXTURE, [], { silent: true });
+    try {
+      obs.silent = c.stdio.map((s) => (s === null ? null : 'stream'));
+    } finally {
+      await stop(c);
+    }
+    return obs;
+  });
+});
+
+test('execArgv: -e is not passed on (no fork bomb); shell is forced off', { timeout: 60_000 }, async (t) => {
+  const script = `
+    const mode = process.argv[1];
+    const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const fork = mode === 'node-fork' ? require('child_process').fork : procwire.fork;
+    const options = { shell: true, ...(mode === 'node-fork' ? {} : { child: mode }) };
+    const child = fork(${JSON.stringify(FIXTURE)}, ['$HOME', 'a b', ';echo x'], options);
+    child.on('message', (m) => { console.log(JSON.stringify(m)); child.kill(); });
+    child.send({ op: 'info' });
+  `;
+  await sideBySide(t, async (variant) => {
+    const mode = variant.name === 'child_process.fork' ? 'node-fork' : variant.name.split('/')[1];
+    const out = childProcess.execFileSync(process.execPath, ['--no-warnings', '-e', script, mode],
+      { timeout: STEP_TIMEOUT, encoding: 'utf8' });
+    const info = JSON.parse(out.trim());
+    assert.ok(!info.execArgv.includes('-e'), 'the eval flag must not reach the child');
+    return { argv: info.argv, execArgv: info.execArgv };
+  });
+});
+
+test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends wait for the ACK', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const obs = {};
+    const child = variant.fork(FIXTURE, [], { serialization: 'advanced' });
+    const cleanups = [];
+    try {
+      // A connection accepted here, answered by the child.
+      const server = net.createServer();
+      cleanups.push(() => server.close());
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const accepted = once(server, 'connection');
+      const client = net.connect(server.address().port, '127.0.0.1');
+      const [socket] = await accepted;
+      const replies = [];
+      const collect = (m) => replies.push(m);
+      child.on('message', collect);
+      child.send({ text: 'hi' }, socket);
+      // Queued behind the handle until the child acknowledges it.
+      obs.queuedWhilePending = Array.isArray(child._handleQueue);
+      for (let i = 0; i < 5; i++) child.send({ op: 'echo', value: i });
+      obs.clientRead = (await readAll(client)).replace(String(child.pid), 'PID');
+      await withTimeout(new Promise((resolve) => {
+        const check = () => (replies.length >= 6 ? resolve() : setTimeout(check, 10));
+        check();
+      }), 'replies');
+      child.removeListener('message', collect);
+      obs.order = replies;
+      obs.queueAfterAck = child._handleQueue;
+
+      // A listening server: the child accepts on it once ours is closed.
+      const shared = net.createServer(() => assert.fail('the parent closed its copy'));
+      await new Promise((resolve) => shared.listen(0, '127.0.0.1', resolve));
+      const sharedPort = shared.address().port;
+      child.send({ what: 'server' }, shared);
+      obs.serverGot = (await nextMessage(child, (m) => m.kind !== undefined)).message;
+      shared.close();
+      obs.serverRead = (await readAll(net.connect(sharedPort, '127.0.0.1'))).replace(String(child.pid), 'PID');
+
+      // A bound UDP socket.
+      const udp = dgram.createSocket('udp4');
+      await new Promise((resolve) => udp.bind(0, '127.0.0.1', resolve));
+      const udpPort = udp.address().port;
+      child.send({ what: 'udp' }, udp);
+      obs.udpGot = (await nextMessage(child, (m) => m.kind !== undefined)).message;
+      udp.close();
+      const probe = dgram.createSocket('udp4');
+      cleanups.push(() => probe.close());
+      const answer = once(probe, 'message');
+      probe.send('ping', udpPort, '127.0.0.1');
+      obs.udpAnswer = String((await answer)[0]);
+      return obs;
+    } finally {
+      for (const c of cleanups) c();
+      await stop(child);
+    }
+  });
+});
+
+test('handles from the child: a connection and a listening server reach the parent', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const obs = {};
+    const child = variant.fork(FIXTURE, [], {});
+    // It answers only when spoken to, so no byte is read by the sending end
+    // before the handle changes hands.
+    const server = net.createServer((s) => s.once('data', (d) => s.end(`hello ${d}`)));
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      child.send({ op: 'sendSocket', port: server.address().port });
+      const got = await nextMessage(child);
+      obs.socketMessage = got.message;
+      obs.socketIsSocket = got.handle instanceof net.Socket;
+      got.handle.write('parent');
+      obs.socketRead = await readAll(got.handle);
+
+      child.send({ op: 'sendServer' });
+      const gotServer = await nextMessage(child);
+      obs.serverIsServer = gotServer.handle instanceof net.Server;
+      gotServer.handle.on('connection', (s) => s.end('the parent took it over'));
+      // The child closes its copy once sent; ours keeps listening.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      obs.serverRead = await readAll(net.connect(gotServer.message.port, '127.0.0.1'));
+      gotServer.handle.close();
+      return obs;
+    } finally {
+      server.close();
+      await stop(child);
+    }
+  });
+});
+
+test("a server's connections passed to the child still count: getConnections() and close() ask it", { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const server = net.createServer((socket) => child.send({ hold: true }, socket));
+    const clients = [];
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const got = [];
+      const both = nextMessage(child, (m) => got.push(m) === 2);
+      for (let i = 0; i < 2; i++) clients.push(net.connect(server.address().port, '127.0.0.1'));
+      await both;
+      const count = await withTimeout(new Promise((resolve, reject) =>
+        server.getConnections((err, n) => (err ? reject(err) : resolve(n)))), 'getConnections');
+      const closed = withTimeout(new Promise((resolve) => server.close(() => resolve(true))), 'server close');
+      for (const c of clients) c.destroy();
+      return { got, count, closed: await closed };
+    } finally {
+      for (const c of clients) c.destroy();
+      await stop(child);
+    }
+  });
+});
+
+test('keepOpen: the sender keeps using a socket it passed', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const server = net.createServer();
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const accepted = once(server, 'connection');
+      const client = net.connect(server.address().port, '127.0.0.1');
+      const [socket] = await accepted;
+      const text = readAll(client);
+      // The child holds its copy open without writing.
+      child.send({ hold: true }, socket, { keepOpen: true });
+      const got = (await nextMessage(child)).message;
+      const stillOpen = !socket.destroyed && socket.writable;
+      socket.end('still the parent');
+      return { got, stillOpen, read: await text };
+    } finally {
+      server.close();
+      await stop(child);
+    }
+  });
+});
+
+test('NODE_HANDLE_NACK: the handle is sent again, 3 times at most, then a warning; queued messages follow', { timeout: 30_000 }, async (t) => {
+  const name = `fork-nack-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name, { auth: false });
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  // A raw peer that speaks Node's protocol by hand and refuses every handle.
+  const raw = net.connect(server.address().path);
+  t.after(() => raw.destroy());
+  const [channel] = await accepted;
+  const framer = new procwire.Framer({ serialization: 'advanced' });
+  const handleFrames = [];
+  const after = new Promise((resolve) => {
+    raw.on('data', (chunk) => {
+      for (const m of framer.push(chunk)) {
+        if (m && m.cmd === 'NODE_HANDLE') {
+          handleFrames.push(m.msg);
+          raw.write(procwire.codec.advanced.encode({ cmd: 'NODE_HANDLE_NACK' }));
+        } else if (m && m.after) {
+          resolve(m);
+        }
+      }
+    });
+  });
+  const warned = new Promise((resolve) => {
+    const on = (w) => {
+      if (w.name !== 'SentHandleNotReceivedWarning') return;
+      process.removeListener('warning', on);
+      resolve(w.message);
+    };
+    process.on('warning', on);
+  });
+  const tcp = net.createServer();
+  t.after(() => tcp.close());
+  await new Promise((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  channel.send({ n: 1 }, tcp);
+  channel.send({ after: true });
+  assert.deepStrictEqual(await withTimeout(after, 'the queued message'), { after: true });
+  assert.deepStrictEqual(handleFrames, [{ n: 1 }, { n: 1 }, { n: 1 }, { n: 1 }]);
+  assert.strictEqual(await withTimeout(warned, 'the warning'), 'Handle did not reach the receiving process correctly');
+});
+
+test('a NODE_HANDLE message that arrives without its descriptor is answered with NODE_HANDLE_NACK', { timeout: 30_000 }, async (t) => {
+  const name = `fork-nodesc-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name, { auth: false });
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const raw = net.connect(server.address().path);
+  t.after(() => raw.destroy());
+  const [channel] = await accepted;
+  const messages = [];
+  channel.on('message', (m, handle) => messages.push([m, handle]));
+  const framer = new procwire.Framer({ serialization: 'advanced' });
+  const nack = new Promise((resolve) => {
+    raw.on('data', (chunk) => {
+      for (const m of framer.push(chunk)) if (m && m.cmd === 'NODE_HANDLE_NACK') resolve(m);
+    });
+  });
+  raw.write(procwire.codec.advanced.encode({ cmd: 'NODE_HANDLE', type: 'net.Socket', msg: { x: 1 } }));
+  raw.write(procwire.codec.advanced.encode({ after: true }));
+  assert.deepStrictEqual(await withTimeout(nack, 'the NACK'), { cmd: 'NODE_HANDLE_NACK' });
+  await withTimeout(new Promise((resolve) => {
+    const check = () => (messages.length > 0 ? resolve() : setTimeout(check, 10));
+    check();
+  }), 'the next message');
+  // The message itself is not delivered without its handle; the stream goes on.
+  assert.deepStrictEqual(messages, [[{ after: true }, undefined]]);
+});
+
+test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
+  const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name);
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const client = await procwire.connect(name);
+  t.after(() => client.destroy());
+  const [peer] = await accepted;
+
+  const tcpServer = net.createServer((s) => s.once('data', (d) => s.end(`through ${d}`)));
+  t.after(() => tcpServer.close());
+  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  const socket = net.connect(tcpServer.address().port, '127.0.0.1');
+  await once(socket, 'connect');
+  const got = nextMessage(peer);
+  client.send({ here: 'a socket' }, socket);
+  const { message, handle } = await got;
+  assert.deepStrictEqual(message, { here: 'a socket' });
+  assert.ok(handle instanceof net.Socket);
+  handle.write('a passed handle');
+  assert.strictEqual(await readAll(handle), 'through a passed handle');
+
+  const tcp = procwire.listen({ port: 0, host: '127.0.0.1' }, { auth: false });
+  t.after(() => tcp.close());
+  await tcp.ready;
+  const tcpClient = await procwire.connect({ port: tcp.address().port, host: '127.0.0.1' }, { auth: false });
+  t.after(() => tcpClient.destroy());
+  assert.throws(() => tcpClient.send({ x: 1 }, tcpServer), { code: 'ERR_PROCWIRE_HANDLE_UNSUPPORTED' });
+});
+
+test('descriptors that come without a NODE_HANDLE message are closed at once, and the channel goes on', { timeout: 30_000 }, async (t) => {
+  const name = `fork-fd-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name);
+  t.after(() => server.close());
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const client = await procwire.connect(name);
+  t.after(() => client.destroy());
+  const [peer] = await accepted;
+  const countFds = () => fs.readdirSync('/proc/self/fd').length;
+  const frame = procwire.codec.advanced.encode({ plain: true });
+  const fd = fs.openSync(__filename, 'r');
+  t.after(() => fs.closeSync(fd));
+  const before = countFds();
+  const N = 300;  // more than the old limit of 256 waiting descriptors
+  const all = new Promise((resolve) => {
+    let n = 0;
+    peer.on('message', () => { if (++n === N) resolve(); });
+  });
+  for (let i = 0; i < N; i++) client._sendRaw(frame, [fd]);
+  await withTimeout(all, 'messages');
+  // Let the sender's copies go too (closed once sent).
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(countFds() <= before + 2, `descriptors leaked: ${before} -> ${countFds()}`);
+  assert.strictEqual(peer.connected, true);
+  assert.strictEqual(typeof binding.closeFd, 'function');
+});
+
+for (const policy of ['rr', 'none']) {
+  test(`cluster (${policy}): an HTTP server in 2 workers forked through procwire serves from both`, { timeout: 60_000 }, () => {
+    const out = childProcess.execFileSync(process.execPath, [CLUSTER_FIXTURE, 'procwire', policy],
+      { timeout: 30_000, encoding: 'utf8' });
+    const result = JSON.parse(out.trim().split('\n').pop());
+    assert.deepStrictEqual(result, {
+      online: 2, servedBy: 2, failed: 0, procwireChannels: true,
+      exits: [{ code: 0, signal: null, afterDisconnect: true }, { code: 0, signal: null, afterDisconnect: true }],
+    });
+  });
+}
+
+test('procwire.cluster after cluster was loaded is a coded error', () => {
+  const out = childProcess.execFileSync(process.execPath, ['-e', `
+    require('cluster');
+    try { require(${JSON.stringify(path.join(__dirname, '..'))}).cluster; console.log('no error'); }
+    catch (err) { console.log(err.code); }
+  `], { timeout: STEP_TIMEOUT, encoding: 'utf8' });
+  assert.strictEqual(out.trim(), 'ERR_PROCWIRE_CLUSTER_LOADED');
+});
