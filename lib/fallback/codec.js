@@ -14,6 +14,7 @@
 
 const v8 = require('v8');
 const util = require('util');
+const fast = require('../codec/advanced-fast');
 
 const state = {
   Buffer: require('buffer').Buffer,
@@ -132,6 +133,15 @@ class Encoder extends v8.DefaultSerializer {
 const PLACEHOLDER = new Uint8Array(4);
 
 function encodeAdvanced(value) {
+  // The JavaScript fast path first (same bytes); DefaultSerializer for what
+  // it declines.
+  const fastFrame = fast.encode(value);
+  if (fastFrame !== null) {
+    const copy = state.Buffer.allocUnsafe(fastFrame.length);
+    Uint8ArraySet.call(copy, fastFrame);
+    if (fastFrame.length > 65536) fast.release();
+    return copy;
+  }
   const ser = new Encoder();
   // Room for the length header first, then the V8 header and the value.
   ser.writeRawBytes(PLACEHOLDER);
@@ -237,6 +247,8 @@ function makeView(index, ab, offset, byteLength) {
 }
 
 function decodeAdvanced(view, copyViews) {
+  const value = fast.decode(view, copyViews === true);
+  if (value !== fast.NOT_FAST) return value;
   const [ab, base] = viewParts(view);
   let des = null;
   try {
