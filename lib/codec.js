@@ -7,7 +7,6 @@
 // unusual bytes, ...) goes to V8's ValueSerializer/ValueDeserializer in the
 // binding, which write and read exactly what Node does.
 
-const { Buffer } = require('buffer');
 const { binding, FORMAT } = require('./native');
 const { invalidArg } = require('./validate');
 const fast = require('./codec/advanced-fast');
@@ -19,12 +18,8 @@ const NOT_FAST = fast.NOT_FAST;
 
 // value -> a fresh Buffer holding the whole frame.
 function encodeAdvanced(value) {
-  const frame = fast.encode(value);
-  if (frame === null) return binding.encode(ADVANCED, value);
-  const copy = Buffer.allocUnsafe(frame.length);
-  frame.copy(copy, 0, 0, frame.length);
-  if (frame.length > 65536) fast.release();
-  return copy;
+  const frame = fast.encodeCopy(value);
+  return frame !== null ? frame : binding.encode(ADVANCED, value);
 }
 
 function decodeAdvanced(payload) {

@@ -42,6 +42,7 @@ const ObjectHasOwn = Object.hasOwn;
 const ObjectDefineProperty = Object.defineProperty;
 const ObjectIsExtensible = Object.isExtensible;
 const ObjectPrototype = Object.prototype;
+const BufferPrototype = Buffer.prototype;
 const ArrayIsArray = Array.isArray;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DatePrototype = Date.prototype;
@@ -111,24 +112,46 @@ const KEEP_SCRATCH = 1024 * 1024;
 let out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
 let pos = 0;
 // Object ids, as V8 assigns them: every object, array, date and view, in
-// the order first met; a second meeting writes a back-reference.
+// the order first met; a second meeting writes a back-reference. The first
+// few are found by a linear scan (putting an object in a Map makes V8 give
+// it an identity hash, which costs more than the scan); past that, a Map.
+const LINEAR_IDS = 24;
+const firstObjects = new Array(LINEAR_IDS).fill(null);
 const ids = new Map();
 let nextId = 0;
+
+function idOf(o) {
+  const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
+  for (let i = 0; i < n; i++) if (firstObjects[i] === o) return i;
+  return nextId > LINEAR_IDS ? ids.get(o) : undefined;
+}
+
+function newId(o) {
+  const id = nextId++;
+  if (id < LINEAR_IDS) firstObjects[id] = o;
+  else ids.set(o, id);
+}
 let encoding = false;
 let maxViewBytes = Infinity;
 const scratchDouble = new Float64Array(1);
 const scratchDoubleBytes = new Uint8Array(scratchDouble.buffer);
 
-// The own enumerable string keys of an array that are not indexes. The
-// default reads them from Object.keys (every index as a string first); the
-// native binding supplies one that skips the indexes without making them.
-let arrayExtraKeys = function jsArrayExtraKeys(array, length) {
+// The own enumerable string keys of a hole-free array that are not indexes,
+// or null. Object.keys makes a string of every index first, which costs
+// more than the whole array: the native binding's version (skipping indexes
+// inside V8) is used when there is one.
+function keysAfterIndexes(array, length) {
   const keys = ObjectKeys(array);
   return keys.length > length ? keys.slice(length) : null;
-};
+}
+let nativeExtraKeys = null;
+
+function arrayExtraKeys(array, length) {
+  return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
+}
 
 function configure(options) {
-  if (typeof options.arrayExtraKeys === 'function') arrayExtraKeys = options.arrayExtraKeys;
+  if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
 }
 
 function grow(need) {
@@ -174,15 +197,15 @@ function writeNumber(v) {
 }
 
 // Whether a string has a character above U+00FF (then V8 stores it two
-// bytes wide). ASCII is settled by one native length count.
+// bytes wide). V8 compiles this class to an immediate failure for strings
+// stored one byte wide, so only two-byte strings are scanned.
 const WIDE = /[^\u0000-\u00ff]/;
-function isWide(s) {
-  return Buffer.byteLength(s, 'utf8') !== s.length && WIDE.test(s);
-}
+const SHORT_STRING = 16;
 
 function writeString(s) {
   const len = s.length;
-  if (len <= 40) {
+  // Short strings are copied by hand; longer ones by one native write.
+  if (len <= SHORT_STRING) {
     if (pos + 6 + len > out.length) grow(6 + len);
     const start = pos;
     out[pos++] = T_ONE_BYTE;
@@ -198,7 +221,7 @@ function writeString(s) {
     }
     return;
   }
-  if (isWide(s)) {
+  if (WIDE.test(s)) {
     writeTwoByte(s);
     return;
   }
@@ -291,7 +314,7 @@ function writeValue(v) {
 }
 
 function writeObject(o) {
-  const id = ids.get(o);
+  const id = idOf(o);
   if (id !== undefined) {
     if (pos + 6 > out.length) grow(6);
     out[pos++] = T_REF;
@@ -309,12 +332,12 @@ function writeObject(o) {
     return;
   }
   const proto = ObjectGetPrototypeOf(o);
-  if (proto === ObjectPrototype || proto === null) {
+  if (proto === null || (proto === ObjectPrototype && plainPrototypeIsClean)) {
     writePlainObject(o);
     return;
   }
   if (proto === DatePrototype && isDate(o)) {
-    ids.set(o, nextId++);
+    newId(o);
     if (pos + 9 > out.length) grow(9);
     out[pos++] = T_DATE;
     writeDouble(DateGetTime.call(o));
@@ -323,17 +346,25 @@ function writeObject(o) {
   throw DECLINE;
 }
 
+// Whether Object.prototype (which someone may have added to) has no
+// enumerable property a for-in over a plain object would meet.
+let plainPrototypeIsClean = true;
+function hasNoEnumerableKeys(o) {
+  for (const k in o) return k === undefined;
+  return true;
+}
+
 function writePlainObject(o) {
-  ids.set(o, nextId++);
+  newId(o);
   if (pos + 1 > out.length) grow(1);
   out[pos++] = T_OBJECT;
-  const keys = ObjectKeys(o);
   let written = 0;
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i];
+  // for-in visits the own enumerable string keys in Object.keys order (the
+  // prototype, Object.prototype or null, has none enumerable: checked once
+  // per message), reads their values straight from V8's enum cache, and
+  // skips a key a getter deleted, as V8's serializer does.
+  for (const k in o) {
     const v = o[k];
-    // A getter may have deleted a later property: V8 skips it.
-    if (v === undefined && !ObjectHasOwn(o, k)) continue;
     writeKey(k);
     writeValue(v);
     written++;
@@ -347,7 +378,7 @@ function writeArray(a) {
   // V8 writes an array sparse when its elements are holey, frozen, sealed
   // or not extensible; those go to ValueSerializer.
   if (!ObjectIsExtensible(a)) throw DECLINE;
-  ids.set(a, nextId++);
+  newId(a);
   const length = a.length;
   if (pos + 6 > out.length) grow(6);
   out[pos++] = T_DENSE;
@@ -406,7 +437,7 @@ function viewIndex(view) {
 }
 
 function writeView(view) {
-  ids.set(view, nextId++);
+  newId(view);
   const index = viewIndex(view);
   let ab, offset, length;
   if (index === 9) {
@@ -433,10 +464,11 @@ function writeView(view) {
   }
 }
 
-// value -> frame in the scratch buffer (valid until the next call), or null.
-function encode(value, maxView) {
-  if (encoding) return null;  // a getter encoding another message
+// value -> the frame's length at the start of scratch(), or -1 when declined.
+function encodeToScratch(value, maxView) {
+  if (encoding) return -1;  // a getter encoding another message
   encoding = true;
+  plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
   pos = 4;
   nextId = 0;
   maxViewBytes = maxView === undefined ? Infinity : maxView;
@@ -449,19 +481,42 @@ function encode(value, maxView) {
   } catch (err) {
     if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
   } finally {
-    ids.clear();
+    const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
+    for (let i = 0; i < n; i++) firstObjects[i] = null;
+    if (nextId > LINEAR_IDS) ids.clear();
     encoding = false;
   }
   if (!ok || pos - 4 > 0xffffffff) {
     shrink();
-    return null;
+    return -1;
   }
   const payload = pos - 4;
   out[0] = payload >>> 24;
   out[1] = (payload >>> 16) & 0xff;
   out[2] = (payload >>> 8) & 0xff;
   out[3] = payload & 0xff;
-  return out.subarray(0, pos);
+  return pos;
+}
+
+// value -> frame in the scratch buffer (valid until the next call), or null.
+function encode(value, maxView) {
+  const length = encodeToScratch(value, maxView);
+  return length < 0 ? null : out.subarray(0, length);
+}
+
+// value -> a fresh Buffer holding the frame, or null.
+function encodeCopy(value, maxView) {
+  const length = encodeToScratch(value, maxView);
+  if (length < 0) return null;
+  const copy = Buffer.allocUnsafe(length);
+  Uint8ArraySet.call(copy, length === out.length ? out : new Uint8Array(out.buffer, out.byteOffset, length));
+  if (length > 65536) shrink();
+  return copy;
+}
+
+// The scratch buffer the last encodeToScratch wrote its frame into.
+function scratch() {
+  return out;
 }
 
 function cleanup(err) {
@@ -489,12 +544,17 @@ let ab = null;    // its ArrayBuffer and where the payload starts in it
 let base = 0;
 let copyAll = false;
 const objects = [];  // object id -> object (undefined while a host object is read)
+let objectCount = 0;
 let decoding = false;
 
 // Short one-byte strings (keys above all) come from a small cache, so a
 // repeated key costs a hash and a compare, not an allocation.
 const CACHE_SIZE = 1024;
 const cache = new Array(CACHE_SIZE).fill('');
+
+function addObject(o) {
+  objects[objectCount++] = o;
+}
 
 function readVarint() {
   if (p >= end) throw NOT_FAST;
@@ -581,7 +641,7 @@ function readValue() {
     case T_DENSE: return readDense();
     case T_REF: {
       const id = readVarint();
-      const o = id < objects.length ? objects[id] : undefined;
+      const o = id < objectCount ? objects[id] : undefined;
       if (o === undefined) throw NOT_FAST;
       return o;
     }
@@ -596,7 +656,7 @@ function readValue() {
     case T_DATE: {
       const t = readDouble();
       const d = new Date(t);
-      objects.push(d);
+      addObject(d);
       return d;
     }
     case T_SPARSE: return readSparse();
@@ -634,7 +694,7 @@ function readProperties(o, endTag, isArray) {
 
 function readObject() {
   const o = {};
-  objects.push(o);
+  addObject(o);
   const n = readProperties(o, T_END_OBJECT, false);
   if (readVarint() !== n) throw NOT_FAST;
   return o;
@@ -648,7 +708,7 @@ function readDense() {
   // behaves the same afterwards (V8 serializes it again the same way).
   const a = new Array(length);
   if (length > 0) a[0] = undefined;
-  objects.push(a);
+  addObject(a);
   for (let i = 0; i < length; i++) {
     if (peekTag() === T_HOLE) {
       p++;
@@ -666,7 +726,7 @@ function readSparse() {
   const length = readVarint();
   const a = [];
   a.length = length;
-  objects.push(a);
+  addObject(a);
   const n = readProperties(a, T_END_SPARSE, true);
   if (readVarint() !== n || readVarint() !== length) throw NOT_FAST;
   return a;
@@ -695,8 +755,8 @@ function readBigInt() {
 }
 
 function readHost() {
-  const id = objects.length;
-  objects.push(undefined);
+  const id = objectCount;
+  addObject(undefined);
   const tag = readVarint();
   let value;
   if (tag === VIEW_TAG) {
@@ -738,18 +798,18 @@ function makeView(index, buffer, offset, byteLength) {
 function decode(view, copyViews) {
   if (decoding) return NOT_FAST;
   let buffer, offset, length;
-  if (isDataView(view)) {
-    buffer = dataViewBuffer.call(view);
-    offset = dataViewByteOffset.call(view);
-    length = dataViewByteLength.call(view);
-  } else {
+  const isBuffer = ObjectGetPrototypeOf(view) === BufferPrototype;
+  if (isBuffer || !isDataView(view)) {
     buffer = typedArrayBuffer.call(view);
     offset = typedArrayByteOffset.call(view);
     length = typedArrayByteLength.call(view);
+  } else {
+    buffer = dataViewBuffer.call(view);
+    offset = dataViewByteOffset.call(view);
+    length = dataViewByteLength.call(view);
   }
   if (length < 3) return NOT_FAST;
-  u = ObjectGetPrototypeOf(view) === Buffer.prototype && view.length === length
-    ? view : Buffer.from(buffer, offset, length);
+  u = isBuffer ? view : Buffer.from(buffer, offset, length);
   if (u[0] !== T_VERSION || u[1] !== VERSION) {
     u = null;
     return NOT_FAST;
@@ -769,8 +829,10 @@ function decode(view, copyViews) {
     decoding = false;
     u = null;
     ab = null;
-    objects.length = 0;
+    // Forget the decoded objects without shrinking the list (cheaper).
+    for (let i = 0; i < objectCount; i++) objects[i] = undefined;
+    objectCount = 0;
   }
 }
 
-module.exports = { encode, decode, release, configure, NOT_FAST };
+module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, release, configure, NOT_FAST };

@@ -135,13 +135,8 @@ const PLACEHOLDER = new Uint8Array(4);
 function encodeAdvanced(value) {
   // The JavaScript fast path first (same bytes); DefaultSerializer for what
   // it declines.
-  const fastFrame = fast.encode(value);
-  if (fastFrame !== null) {
-    const copy = state.Buffer.allocUnsafe(fastFrame.length);
-    Uint8ArraySet.call(copy, fastFrame);
-    if (fastFrame.length > 65536) fast.release();
-    return copy;
-  }
+  const fastFrame = fast.encodeCopy(value);
+  if (fastFrame !== null) return fastFrame;
   const ser = new Encoder();
   // Room for the length header first, then the V8 header and the value.
   ser.writeRawBytes(PLACEHOLDER);
