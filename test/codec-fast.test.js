@@ -49,6 +49,9 @@ function fastBytes(value) {
 
 // ---- hand-made shapes -----------------------------------------------------
 
+// Marks a shape whose payload the fast decoder leaves to ValueDeserializer.
+const LONG = { decoder: 'declines' };
+
 function shapes() {
   const shared = { s: 'shared' };
   const circular = { name: 'loop', list: [] };
@@ -73,9 +76,11 @@ function shapes() {
     ['ints and doubles in one array', [1, 2.5, -0, 3, NaN, 2 ** 31, -(2 ** 31), 2 ** 31 - 1]],
     ['ints and strings in one array', [1, 'a', 2, 'b', -7]],
     ['nested 1 KiB', { a: { b: { c: { d: 'deep'.repeat(50), e: [1, 2, { f: null, g: undefined }] } } }, h: 'z'.repeat(700) }],
-    ['16 KiB one-byte string', 'a'.repeat(16384)],
-    ['16 KiB latin1 string', '\u00e9'.repeat(16384)],
-    ['16 KiB two-byte string', '\u4e2d'.repeat(8192)],
+    // Strings of 4 KiB and more are decoded by ValueDeserializer (faster).
+    ['16 KiB one-byte string', 'a'.repeat(16384), LONG],
+    ['16 KiB latin1 string', '\u00e9'.repeat(16384), LONG],
+    ['16 KiB two-byte string', '\u4e2d'.repeat(8192), LONG],
+    ['just under 4 KiB strings', ['b'.repeat(4095), '\u4e2d'.repeat(2047)]],
     ['two-byte at odd and even offsets', ['\u4e2d', 'a', '\u4e2d', 'ab', '\u4e2d', { k: '\u4e2d', '\u4e2d': 1 }]],
     ['long ASCII key', { ['k'.repeat(300)]: 1, ['\u4e2d'.repeat(50)]: 2 }],
     ['lone surrogates and emoji', ['\ud800', 'a\udc00b', '\u{1F600}']],
@@ -115,7 +120,7 @@ function declined() {
 }
 
 describe('fast path: bytes and values equal Node\'s', () => {
-  for (const [name, value] of shapes()) {
+  for (const [name, value, decoder] of shapes()) {
     test(name, T, () => {
       const reference = corpus.referenceEncode(value);
       const bytes = fastBytes(value);
@@ -127,8 +132,14 @@ describe('fast path: bytes and values equal Node\'s', () => {
       fast.encode({ overwrite: 'the scratch buffer' });
       assertSameBytes(frame, reference, `${name} (the frame outlives the next encode)`);
       const decoded = fast.decode(reference.subarray(4));
-      assert.notStrictEqual(decoded, fast.NOT_FAST, `${name}: the fast decoder declined Node's bytes`);
-      assertSameValue(decoded, corpus.referenceDecode(reference.subarray(4)), name);
+      if (decoder === LONG) {
+        assert.strictEqual(decoded, fast.NOT_FAST, `${name}: the fast decoder should leave it to ValueDeserializer`);
+      } else {
+        assert.notStrictEqual(decoded, fast.NOT_FAST, `${name}: the fast decoder declined Node's bytes`);
+        assertSameValue(decoded, corpus.referenceDecode(reference.subarray(4)), name);
+      }
+      assertSameValue(procwire.codec.advanced.decode(reference.subarray(4)), corpus.referenceDecode(reference.subarray(4)),
+        `${name} (procwire.codec.advanced)`);
     });
   }
 
@@ -323,28 +334,25 @@ function randomNonNumber(r, depth, seen, mayDecline) {
 }
 
 // An array holds ints or doubles, never both, unless it holds numbers only
-// (then V8 stores all of them as doubles, as the fast path writes them).
+// (V8 then stores all of them as doubles, as the fast path writes them).
+// V8 starts an array made at a literal site in the elements kind earlier
+// arrays of that site ended in: one site per flavor keeps that kind the
+// flavor's own, and an array of mixed numbers always has a double in it.
+const NEW_ARRAY = [() => [], () => [], () => [], () => []];
+
 function randomArray(r, depth, seen, mayDecline) {
-  const a = [];
+  const flavor = r.int(4);
+  const a = NEW_ARRAY[flavor]();
   seen.push(a);
   const n = r.int(8);
-  const flavor = r.int(4);
+  if (flavor === 1) a.push(randomDouble(r));
   for (let i = 0; i < n; i++) {
     if (flavor === 0) a.push(randomInt(r));
     else if (flavor === 1) a.push(r.chance(0.5) ? randomInt(r) : randomDouble(r));
     else if (flavor === 2) a.push(r.chance(0.5) ? randomInt(r) : randomNonNumber(r, depth + 1, seen, mayDecline));
     else a.push(r.chance(0.5) ? randomDouble(r) : randomNonNumber(r, depth + 1, seen, mayDecline));
   }
-  const smi = (v) => (v | 0) === v && !Object.is(v, -0);
-  if (flavor === 1 && a.every((v) => typeof v === 'number') && !a.every(smi)) {
-    // Literal-built arrays of mixed numbers are double arrays: build it so.
-    const doubles = [0.5];
-    doubles.pop();
-    for (const v of a) doubles.push(v);
-    seen[seen.indexOf(a)] = doubles;
-    return doubles;
-  }
-  if (r.chance(0.1)) a[`x${r.int(3)}`] = randomString(r);
+  if (flavor >= 2 && r.chance(0.1)) a[`x${r.int(3)}`] = randomString(r);
   return a;
 }
 
@@ -362,6 +370,8 @@ describe('fast path: differential fuzzer', () => {
     const deadline = Date.now() + FUZZ_SECONDS * 500;
     let compared = 0;
     let declines = 0;
+    let exact = 0;
+    let representation = 0;
     for (let i = 0; Date.now() < deadline || i < 200; i++) {
       const mayDecline = r.chance(0.2);
       const value = randomValue(r, 0, [], mayDecline);
@@ -373,13 +383,23 @@ describe('fast path: differential fuzzer', () => {
         continue;
       }
       assert.ok(!reference.err, `case ${i}: wrote a value Node refuses (${reference.err && reference.err.message})`);
-      assertSameBytes(bytes, reference.value, `case ${i}`);
+      if (Buffer.compare(bytes, reference.value) === 0) {
+        exact++;
+      } else {
+        // V8 followed a representation the value does not show (see the
+        // file comment; Node 26's allocation sites make some arrays built
+        // here holey): Node's reading of its bytes, written canonically,
+        // must be the fast path's bytes.
+        assertSameBytes(bytes, corpus.meaningBytes(corpus.referenceDecode(reference.value.subarray(4))), `case ${i}`);
+        representation++;
+      }
       const decoded = fast.decode(bytes.subarray(4));
       assert.notStrictEqual(decoded, fast.NOT_FAST, `case ${i}: the fast decoder declined its own bytes`);
       assertSameValue(decoded, corpus.referenceDecode(bytes.subarray(4)), `case ${i} decoded`);
       compared++;
     }
     assert.ok(compared > 100, `only ${compared} values compared (${declines} declined)`);
+    assert.ok(representation * 10 <= compared, `${representation} of ${compared} differ only in representation`);
   });
 
   test(`mutated payloads: the fast decoder agrees with ValueDeserializer or declines (${FUZZ_SECONDS} s)`, T, () => {

@@ -550,6 +550,7 @@ let decoding = false;
 // Short one-byte strings (keys above all) come from a small cache, so a
 // repeated key costs a hash and a compare, not an allocation.
 const CACHE_SIZE = 1024;
+const LONG_STRING = 4096;
 const cache = new Array(CACHE_SIZE).fill('');
 
 function addObject(o) {
@@ -608,6 +609,9 @@ function readOneByte() {
     p += len;
     return s;
   }
+  // A long string is made faster by ValueDeserializer (one copy inside V8)
+  // than through Buffer's decoder: the whole payload goes there.
+  if (len >= LONG_STRING) throw NOT_FAST;
   const s = bufferToString.call(u, 'latin1', p, p + len);
   p += len;
   return s;
@@ -615,7 +619,7 @@ function readOneByte() {
 
 function readTwoByte() {
   const bytes = readVarint();
-  if (bytes > end - p || (bytes & 1) !== 0) throw NOT_FAST;
+  if (bytes > end - p || (bytes & 1) !== 0 || bytes >= LONG_STRING) throw NOT_FAST;
   const s = bufferToString.call(u, 'utf16le', p, p + bytes);
   p += bytes;
   return s;
