@@ -68,7 +68,7 @@ async function runInProcess({ quick, repeats, progress }) {
   const started = Date.now();
   const list = codecs();
   repeats = repeats || (quick ? 3 : 5);
-  const ms = quick ? 60 : 200;
+  const ms = quick ? 60 : 120;
   const procwire = require(harness.ROOT);
   // x = the shape's advanced payload size (bytes), kept distinct.
   const xs = [];
