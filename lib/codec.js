@@ -7,9 +7,18 @@
 // unusual bytes, ...) goes to V8's ValueSerializer/ValueDeserializer in the
 // binding, which write and read exactly what Node does.
 
+const { Buffer } = require('buffer');
 const { binding, FORMAT } = require('./native');
 const { invalidArg } = require('./validate');
+const { makeError } = require('./errors');
 const fast = require('./codec/advanced-fast');
+// json is JSON.stringify/JSON.parse plus UTF-8 either way; done here in
+// JavaScript it skips the native call and the external Buffer it returns
+// (measured faster at every size in bench/codec.js). Same bytes and coded
+// errors as the binding (test/fallback.test.js compares them).
+const jsCodec = require('./fallback/codec');
+
+jsCodec.setup(Buffer, makeError);
 
 if (typeof binding.arrayExtraKeys === 'function') fast.configure({ arrayExtraKeys: binding.arrayExtraKeys });
 
@@ -35,14 +44,14 @@ function makeCodec(name) {
     // value -> Buffer holding a whole frame (advanced: u32 BE length + V8
     // payload; json: JSON text + '\n').
     encode(value) {
-      return advanced ? encodeAdvanced(value) : binding.encode(format, value);
+      return advanced ? encodeAdvanced(value) : jsCodec.encodeJson(value);
     },
     // payload (no length header / no '\n') -> value.
     decode(payload) {
       if (!ArrayBuffer.isView(payload)) {
         throw invalidArg('payload must be a Buffer, TypedArray or DataView');
       }
-      return advanced ? decodeAdvanced(payload) : binding.decode(format, payload);
+      return advanced ? decodeAdvanced(payload) : jsCodec.decodeJson(payload);
     },
   });
 }

@@ -81,6 +81,7 @@ function shapes() {
     ['16 KiB latin1 string', '\u00e9'.repeat(16384), LONG],
     ['16 KiB two-byte string', '\u4e2d'.repeat(8192), LONG],
     ['just under 4 KiB strings', ['b'.repeat(4095), '\u4e2d'.repeat(2047)]],
+    ['a long string deep inside', { a: [1, { b: ['x', 'y'.repeat(5000)] }], c: 'after' }, LONG],
     ['two-byte at odd and even offsets', ['\u4e2d', 'a', '\u4e2d', 'ab', '\u4e2d', { k: '\u4e2d', '\u4e2d': 1 }]],
     ['long ASCII key', { ['k'.repeat(300)]: 1, ['\u4e2d'.repeat(50)]: 2 }],
     ['lone surrogates and emoji', ['\ud800', 'a\udc00b', '\u{1F600}']],

@@ -201,6 +201,8 @@ function writeNumber(v) {
 // stored one byte wide, so only two-byte strings are scanned.
 const WIDE = /[^\u0000-\u00ff]/;
 const SHORT_STRING = 16;
+// Strings from this length on are decoded by V8 (see readOneByte).
+const LONG_STRING = 4096;
 
 function writeString(s) {
   const len = s.length;
@@ -546,11 +548,11 @@ let copyAll = false;
 const objects = [];  // object id -> object (undefined while a host object is read)
 let objectCount = 0;
 let decoding = false;
+let bail = false;  // set by a reader that leaves the payload to V8
 
 // Short one-byte strings (keys above all) come from a small cache, so a
 // repeated key costs a hash and a compare, not an allocation.
 const CACHE_SIZE = 1024;
-const LONG_STRING = 4096;
 const cache = new Array(CACHE_SIZE).fill('');
 
 function addObject(o) {
@@ -610,8 +612,13 @@ function readOneByte() {
     return s;
   }
   // A long string is made faster by ValueDeserializer (one copy inside V8)
-  // than through Buffer's decoder: the whole payload goes there.
-  if (len >= LONG_STRING) throw NOT_FAST;
+  // than through Buffer's decoder: the whole payload goes there. Without a
+  // throw, which costs more than the rest of a small message: `bail` makes
+  // every reader return at once.
+  if (len >= LONG_STRING) {
+    bail = true;
+    return '';
+  }
   const s = bufferToString.call(u, 'latin1', p, p + len);
   p += len;
   return s;
@@ -619,7 +626,11 @@ function readOneByte() {
 
 function readTwoByte() {
   const bytes = readVarint();
-  if (bytes > end - p || (bytes & 1) !== 0 || bytes >= LONG_STRING) throw NOT_FAST;
+  if (bytes > end - p || (bytes & 1) !== 0) throw NOT_FAST;
+  if (bytes >= LONG_STRING) {
+    bail = true;
+    return '';
+  }
   const s = bufferToString.call(u, 'utf16le', p, p + bytes);
   p += bytes;
   return s;
@@ -678,12 +689,14 @@ function readProperties(o, endTag, isArray) {
       return n;
     }
     const k = readValue();
+    if (bail) return n;
     if (typeof k !== 'string') {
       if (typeof k !== 'number') throw NOT_FAST;
     } else if (k === '__proto__' || (isArray && k === 'length')) {
       throw NOT_FAST;
     }
     const v = readValue();
+    if (bail) return n;
     if (k in o) {
       // V8 refuses a key met twice; and it defines properties, so a setter
       // or a read-only property up the prototype chain changes nothing.
@@ -700,6 +713,7 @@ function readObject() {
   const o = {};
   addObject(o);
   const n = readProperties(o, T_END_OBJECT, false);
+  if (bail) return o;
   if (readVarint() !== n) throw NOT_FAST;
   return o;
 }
@@ -714,14 +728,24 @@ function readDense() {
   if (length > 0) a[0] = undefined;
   addObject(a);
   for (let i = 0; i < length; i++) {
-    if (peekTag() === T_HOLE) {
+    const tag = peekTag();
+    if (tag === T_INT32) {
+      // Arrays of small integers are common: no trip through readValue.
+      p++;
+      const z = readVarint();
+      a[i] = (z >>> 1) ^ -(z & 1);
+      continue;
+    }
+    if (tag === T_HOLE) {
       p++;
       if (i === 0) delete a[0];
       continue;
     }
     a[i] = readValue();
+    if (bail) return a;
   }
   const n = readProperties(a, T_END_DENSE, true);
+  if (bail) return a;
   if (readVarint() !== n || readVarint() !== length) throw NOT_FAST;
   return a;
 }
@@ -732,6 +756,7 @@ function readSparse() {
   a.length = length;
   addObject(a);
   const n = readProperties(a, T_END_SPARSE, true);
+  if (bail) return a;
   if (readVarint() !== n || readVarint() !== length) throw NOT_FAST;
   return a;
 }
@@ -767,6 +792,7 @@ function readHost() {
     value = readView();
   } else if (tag === OTHER_HOST_OBJECT_TAG) {
     value = readValue();
+    if (bail) return value;
     if (typeof value !== 'object' || value === null) throw NOT_FAST;
   } else {
     throw NOT_FAST;
@@ -824,8 +850,10 @@ function decode(view, copyViews) {
   p = 2;
   copyAll = copyViews === true;
   decoding = true;
+  bail = false;
   try {
-    return readValue();
+    const value = readValue();
+    return bail ? NOT_FAST : value;
   } catch (err) {
     // Anything unusual, a stack overflow included: ValueDeserializer decides.
     return NOT_FAST;

@@ -280,4 +280,4 @@ function setup(Buffer, makeError) {
   state.makeError = makeError;
 }
 
-module.exports = { setup, encode, decode, state };
+module.exports = { setup, encode, decode, encodeJson, decodeJson, state };
