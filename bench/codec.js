@@ -1,26 +1,53 @@
 'use strict';
-// The short demo (`npm run demo`): encode + decode operations/s of one
-// { payload: string } message, procwire's native codecs against the path
-// Node's child_process takes for the same wire format. Runs in this process,
-// median of 5 interleaved repeats, well under 30 s.
+// Codec operations/s: one message encoded to a whole frame and decoded back,
+// in this process, for the message shapes real IPC carries (a 64 B string
+// payload, an RPC-like { id, method, params } of about 200 B, an array of
+// 100 numbers, a 1 KiB nested object, a 16 KiB string, a 64 KiB Buffer):
+// procwire's codec (JavaScript fast path, ValueSerializer for the rest),
+// procwire's ValueSerializer path alone, v8.serialize/deserialize, the path
+// Node's child_process takes for each wire format, and JSON. Medians of
+// interleaved repeats.
 //
 //   node bench/codec.js [--quick]
 
+const v8 = require('v8');
 const harness = require('./lib/harness');
-
-const SIZES = [64, 1024, 16384, 65536];
 
 const { nodeAdvancedEncode, nodeAdvancedDecode, nodeJsonEncode, nodeJsonDecode } = require('./lib/node-codec');
 
+function nested1k() {
+  const o = { user: { id: 42, name: 'Ann Example', email: 'ann@example.com', roles: ['admin', 'dev'] }, items: [] };
+  for (let i = 0; i < 8; i++) {
+    o.items.push({ sku: `sku-${i}`, qty: i + 1, price: 9.5 + i, tags: ['a', 'b'], meta: { created: 1700000000 + i, ok: true } });
+  }
+  return o;
+}
+
+// [id, label, () => value]
+const SHAPES = [
+  ['str64', '64 B string payload', () => ({ payload: 'x'.repeat(64) })],
+  ['rpc', 'RPC { id, method, params } ~200 B', () => ({
+    id: 1234, method: 'inventory.reserve',
+    params: { sku: 'sku-000123', quantity: 3, warehouse: 'eu-west-1', priority: 'normal', note: 'deliver after 5pm', tags: ['gift', 'express'] },
+  })],
+  ['arr100', 'array of 100 numbers', () => Array.from({ length: 100 }, (_, i) => i * 37 - 1000)],
+  ['nested1k', '1 KiB nested object', nested1k],
+  ['str16k', '16 KiB string', () => ({ payload: 's'.repeat(16384) })],
+  ['buf64k', '64 KiB Buffer', () => ({ payload: Buffer.alloc(65536, 7) })],
+];
+
 function codecs() {
   const procwire = require(harness.ROOT);
+  const { binding } = require(`${harness.ROOT}/lib/native`);
   const pa = procwire.codec.advanced;
   const pj = procwire.codec.json;
   return [
-    { id: 'procwire-advanced', label: 'procwire.codec.advanced', run: (v) => pa.decode(pa.encode(v).subarray(4)) },
+    { id: 'procwire-advanced', label: 'procwire.codec.advanced (fast path)', run: (v) => pa.decode(pa.encode(v).subarray(4)) },
+    { id: 'procwire-native', label: 'procwire ValueSerializer path', run: (v) => binding.decode(0, binding.encode(0, v).subarray(4)) },
+    { id: 'v8-serialize', label: 'v8.serialize + v8.deserialize', run: (v) => v8.deserialize(v8.serialize(v)) },
     { id: 'node-advanced', label: "Node's advanced (v8 serializer)", run: (v) => nodeAdvancedDecode(nodeAdvancedEncode(v).subarray(4)) },
-    { id: 'procwire-json', label: 'procwire.codec.json', run: (v) => { const b = pj.encode(v); return pj.decode(b.subarray(0, b.length - 1)); } },
-    { id: 'node-json', label: "Node's json (JSON + UTF-8)", run: (v) => { const b = nodeJsonEncode(v); return nodeJsonDecode(b.subarray(0, b.length - 1)); } },
+    { id: 'procwire-json', label: 'procwire.codec.json', json: true, run: (v) => { const b = pj.encode(v); return pj.decode(b.subarray(0, b.length - 1)); } },
+    { id: 'node-json', label: "Node's json (JSON + UTF-8)", json: true, run: (v) => { const b = nodeJsonEncode(v); return nodeJsonDecode(b.subarray(0, b.length - 1)); } },
   ];
 }
 
@@ -41,23 +68,37 @@ async function runInProcess({ quick, repeats, progress }) {
   const started = Date.now();
   const list = codecs();
   repeats = repeats || (quick ? 3 : 5);
-  const ms = quick ? 60 : 200;
-  const samples = {};
-  // Check every codec round-trips the value before timing it.
+  const ms = quick ? 60 : 120;
+  const procwire = require(harness.ROOT);
+  // x = the shape's advanced payload size (bytes), kept distinct.
+  const xs = [];
+  const shapeAt = {};
+  for (const [, label, make] of SHAPES) {
+    let x = procwire.codec.advanced.encode(make()).length - 4;
+    while (shapeAt[x] !== undefined) x++;
+    xs.push(x);
+    shapeAt[x] = { label, make };
+  }
+  const jsonOk = (v) => !Buffer.isBuffer(v.payload);
+  // Check every codec round-trips every value before timing it.
   for (const c of list) {
-    for (const len of SIZES) {
-      const back = c.run({ payload: '.'.repeat(len) });
-      if (!back || back.payload.length !== len) throw new Error(`${c.id} does not round-trip ${len} B`);
-      opsPerSecond(c.run, { payload: '.'.repeat(len) }, 10);  // warm up
+    for (const x of xs) {
+      const v = shapeAt[x].make();
+      if (c.json && !jsonOk(v)) continue;
+      const back = c.run(v);
+      if (JSON.stringify(back).length !== JSON.stringify(v).length) throw new Error(`${c.id} does not round-trip ${shapeAt[x].label}`);
+      opsPerSecond(c.run, v, 10);  // warm up
     }
   }
+  const samples = {};
   for (let rep = 0; rep < repeats; rep++) {
-    for (const len of SIZES) {
-      const value = { payload: '.'.repeat(len) };
+    for (const x of xs) {
+      const value = shapeAt[x].make();
       for (const c of list) {
-        progress.set(`codec: ${c.label} ${harness.fmtSize(len)} (run ${rep + 1}/${repeats})`);
+        if (c.json && !jsonOk(value)) { progress.tick(); continue; }
+        progress.set(`codec: ${c.label} ${shapeAt[x].label} (run ${rep + 1}/${repeats})`);
         const v = opsPerSecond(c.run, value, ms);
-        (((samples[c.id] ||= {})[len] ||= [])).push(v);
+        (((samples[c.id] ||= {})[x] ||= [])).push(v);
         progress.tick();
         await harness.sleep(0);
       }
@@ -66,36 +107,41 @@ async function runInProcess({ quick, repeats, progress }) {
   const data = {};
   for (const c of list) {
     data[c.id] = {};
-    for (const len of SIZES) {
-      const s = samples[c.id][len];
-      data[c.id][len] = { ops: { median: harness.median(s), samples: s } };
+    for (const x of xs) {
+      const s = samples[c.id] && samples[c.id][x];
+      if (s) data[c.id][x] = { ops: { median: harness.median(s), samples: s } };
     }
   }
   return {
     name: 'codec',
-    title: 'Codec: encode + decode operations/s of { payload: string }',
-    description: "One message encoded to a whole frame and decoded back, in one process: procwire's native codecs " +
-      "against the path Node's child_process takes (v8.DefaultSerializer subclass; JSON + UTF-8). Higher is better.",
-    xs: SIZES,
-    xLabel: 'payload',
+    title: 'Codec: encode + decode operations/s per message shape',
+    description: "One message encoded to a whole frame and decoded back, in one process: procwire's codec (JavaScript " +
+      'fast path first) and its ValueSerializer path, v8.serialize/deserialize, the path Node\'s child_process takes ' +
+      '(v8.DefaultSerializer subclass; JSON + UTF-8), and JSON. Higher is better.',
+    xs,
+    xLabel: 'shape (advanced payload bytes)',
     xUnit: 'bytes',
     metrics: [{ id: 'ops', label: 'ops/s', unit: '/s', better: 'higher' }],
     peers: list.map((c) => ({ id: c.id, label: c.label, status: 'ok' })),
     data,
     histograms: {},
     ratioTo: ['procwire-advanced', 'node-advanced', 'node-json'],
-    pairs: [['procwire-advanced', 'node-advanced'], ['procwire-json', 'node-json']],
-    notes: [`each sample: ${ms} ms of encode + decode in a loop`],
+    pairs: [['procwire-advanced', 'procwire-native'], ['procwire-advanced', 'node-advanced'],
+      ['procwire-advanced', 'node-json'], ['procwire-json', 'node-json']],
+    notes: [`each sample: ${ms} ms of encode + decode in a loop; medians of ${repeats} interleaved repeats`,
+      `shapes: ${xs.map((x) => `${x} B = ${shapeAt[x].label}`).join('; ')}`,
+      'json rows skip the Buffer shape (JSON has no binary)',
+      'the machine is shared with other work: compare ratios from one run'],
     repeats,
     seconds: (Date.now() - started) / 1000,
   };
 }
 
 function ticks({ quick, repeats }) {
-  return (repeats || (quick ? 3 : 5)) * SIZES.length * 4;
+  return (repeats || (quick ? 3 : 5)) * SHAPES.length * 6;
 }
 
-module.exports = { name: 'codec', inProcess: true, runInProcess, ticks, nodeAdvancedEncode, nodeAdvancedDecode };
+module.exports = { name: 'codec', inProcess: true, runInProcess, ticks, nodeAdvancedEncode, nodeAdvancedDecode, SHAPES };
 
 if (require.main === module) {
   require('./lib/cli').standalone('codec');

@@ -42,7 +42,8 @@ describe('bindings match fallback', { skip: NO_NATIVE }, () => {
       let compared = 0;
       for (const c of cases) {
         for (const format of c.json ? [0, 1] : [0]) {
-          const a = outcome(() => native.encode(format, c.value));
+          // V8's bytes for a representation case are the ordinary value's.
+          const a = outcome(() => native.encode(format, format === 0 && c.canonical ? c.canonical() : c.value));
           const b = outcome(() => fallback.encode(format, c.value));
           const what = `${c.name} (${format === 0 ? 'advanced' : 'json'})`;
           if (a.err || b.err) {
@@ -113,7 +114,7 @@ describe('bindings match fallback', { skip: NO_NATIVE }, () => {
         continue;
       }
       // Both accepted: Node's encoder writes the same bytes for both values.
-      assert.ok(corpus.referenceEncode(a.value).equals(corpus.referenceEncode(b.value)), what);
+      assert.ok(corpus.meaningBytes(a.value).equals(corpus.meaningBytes(b.value)), what);
     }
     assert.ok(rejected > 100, `only ${rejected} rejections`);
   });

@@ -15,6 +15,7 @@
 const v8 = require('v8');
 const util = require('util');
 const { scanForOversizedBuffers, TILDE } = require('./v8-scan');
+const fast = require('../codec/advanced-fast');
 
 const state = {
   Buffer: require('buffer').Buffer,
@@ -133,6 +134,10 @@ class Encoder extends v8.DefaultSerializer {
 const PLACEHOLDER = new Uint8Array(4);
 
 function encodeAdvanced(value) {
+  // The JavaScript fast path first (same bytes); DefaultSerializer for what
+  // it declines.
+  const fastFrame = fast.encodeCopy(value);
+  if (fastFrame !== null) return fastFrame;
   const ser = new Encoder();
   // Room for the length header first, then the V8 header and the value.
   ser.writeRawBytes(PLACEHOLDER);
@@ -255,6 +260,8 @@ function decodeAdvanced(view, copyViews, maxBuffer = DEFAULT_MAX_BUFFER) {
       throw coded('ERR_PROCWIRE_DECODE', 'payload could not be decoded (malformed around a resizable ArrayBuffer tag)');
     }
   }
+  const value = fast.decode(view, copyViews === true);
+  if (value !== fast.NOT_FAST) return value;
   let des = null;
   try {
     des = new Decoder(view, ab, base, copyViews === true);
@@ -290,4 +297,4 @@ function setup(Buffer, makeError) {
   state.makeError = makeError;
 }
 
-module.exports = { setup, encode, decode, state };
+module.exports = { setup, encode, decode, encodeJson, decodeJson, state };

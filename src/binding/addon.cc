@@ -377,6 +377,7 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   SetFunction(isolate, context, exports, external, "setup", Setup);
   SetFunction(isolate, context, exports, external, "encode", Encode);
   SetFunction(isolate, context, exports, external, "decode", Decode);
+  SetFunction(isolate, context, exports, external, "arrayExtraKeys", ArrayExtraKeys);
   SetFunction(isolate, context, exports, external, "socketPair", SocketPair);
   SetFunction(isolate, context, exports, external, "closeFd", CloseFdJs);
   SetFunction(isolate, context, exports, external, "setBlocking", SetBlocking);

@@ -627,4 +627,27 @@ bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
   return false;
 }
 
+void ArrayExtraKeys(const v8::FunctionCallbackInfo<Value>& args) {
+  Isolate* isolate = args.GetIsolate();
+  Local<Context> context = isolate->GetCurrentContext();
+  if (!args[0]->IsArray()) {
+    args.GetReturnValue().SetNull();
+    return;
+  }
+  Local<Array> keys;
+  if (!args[0]
+           .As<Object>()
+           ->GetPropertyNames(context, v8::KeyCollectionMode::kOwnOnly,
+                              static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
+                              v8::IndexFilter::kSkipIndices, v8::KeyConversionMode::kConvertToString)
+           .ToLocal(&keys)) {
+    return;  // an exception is pending (a proxy trap threw; the caller declines proxies first)
+  }
+  if (keys->Length() == 0) {
+    args.GetReturnValue().SetNull();
+    return;
+  }
+  args.GetReturnValue().Set(keys);
+}
+
 }  // namespace procwire

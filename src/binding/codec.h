@@ -99,6 +99,12 @@ inline int SizeBucket(size_t size) {
   return b >= kHistogramBuckets ? kHistogramBuckets - 1 : b;
 }
 
+// arrayExtraKeys(array) -> the array's own enumerable string keys that are
+// not indexes (an Array), or null when it has none. The JavaScript fast
+// path of the advanced codec needs them for V8's dense array trailer;
+// Object.keys would make a string of every index first.
+void ArrayExtraKeys(const v8::FunctionCallbackInfo<v8::Value>& args);
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_CODEC_H_

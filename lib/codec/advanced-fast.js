@@ -1,0 +1,870 @@
+'use strict';
+// The fast path of the `advanced` format: V8's ValueSerializer wire format
+// (version 15, what Node 20, 22, 24 and 26 all write) read and written in
+// plain JavaScript, for the shapes real messages have. Setting up a
+// ValueSerializer and walking properties through V8's generic machinery
+// costs microseconds per message; these loops cost a fraction of that.
+//
+//   encode(value[, maxView]) -> a Buffer holding one whole frame (u32 BE
+//       length + payload) in this module's scratch memory, valid until the
+//       next call; or null when the value holds something this path does not
+//       write (Map, Set, RegExp, Error, boxed primitives, proxies, non-plain
+//       prototypes, arrays with holes or that cannot grow, views of at least
+//       maxView bytes, ...): the caller then encodes it with ValueSerializer,
+//       which writes exactly what Node writes.
+//   decode(view[, copyViews]) -> the value, or NOT_FAST when the payload
+//       holds anything unusual (a tag this path does not read, a malformed
+//       or hostile byte): the caller then decodes it with
+//       ValueDeserializer, which decides what it means or which error it is.
+//
+// What V8 writes follows its internal representation in places no public
+// API shows: an integral number stored as a double (a field that once held
+// 1.5, an array that holds doubles) is written as a double; an array whose
+// elements kind is holey or frozen is written sparse even when it has no
+// holes; a string stored two bytes wide is written two-byte even when all
+// its characters fit in one. This path writes what V8 writes for values
+// built the ordinary way (Smi for every int32, dense for every array
+// without holes, one-byte for every string that fits): the bytes are
+// Node's for those, and a value that differs only in representation
+// decodes to the same value on any receiver.
+
+const { Buffer } = require('buffer');
+const { isProxy, isDate } = require('util').types;
+const {
+  typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
+  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
+} = require('../fallback/views');
+
+// Intrinsics, captured before user code can replace them.
+const ObjectKeys = Object.keys;
+const ObjectGetPrototypeOf = Object.getPrototypeOf;
+const ObjectHasOwn = Object.hasOwn;
+const ObjectDefineProperty = Object.defineProperty;
+const ObjectIsExtensible = Object.isExtensible;
+const ObjectPrototype = Object.prototype;
+const BufferPrototype = Buffer.prototype;
+const ArrayIsArray = Array.isArray;
+const ArrayBufferIsView = ArrayBuffer.isView;
+const DatePrototype = Date.prototype;
+const DateGetTime = Date.prototype.getTime;
+const MathCeil = Math.ceil;
+const BigIntCtor = BigInt;
+const bufferWrite = Buffer.prototype.write;
+const bufferToString = Buffer.prototype.toString;
+const bufferCopy = Buffer.prototype.copy;
+const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
+const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;
+const Uint8ArraySet = Uint8Array.prototype.set;
+const Float16 = typeof globalThis.Float16Array === 'function' ? globalThis.Float16Array : null;
+
+// V8's serialization tags (src/objects/value-serializer.cc).
+const T_PADDING = 0x00;
+const T_VERSION = 0xff;
+const T_HOLE = 0x2d;          // '-'
+const T_UNDEFINED = 0x5f;     // '_'
+const T_NULL = 0x30;          // '0'
+const T_TRUE = 0x54;          // 'T'
+const T_FALSE = 0x46;         // 'F'
+const T_INT32 = 0x49;         // 'I', zigzag varint
+const T_UINT32 = 0x55;        // 'U', varint
+const T_DOUBLE = 0x4e;        // 'N', 8 bytes little-endian
+const T_BIGINT = 0x5a;        // 'Z', varint bitfield + digits
+const T_ONE_BYTE = 0x22;      // '"', varint length + latin1
+const T_TWO_BYTE = 0x63;      // 'c', varint byte length + UTF-16LE
+const T_REF = 0x5e;           // '^', varint object id
+const T_OBJECT = 0x6f;        // 'o'
+const T_END_OBJECT = 0x7b;    // '{', varint property count
+const T_DENSE = 0x41;         // 'A', varint length
+const T_END_DENSE = 0x24;     // '$', varint property count, varint length
+const T_SPARSE = 0x61;        // 'a', varint length
+const T_END_SPARSE = 0x40;    // '@', varint property count, varint length
+const T_DATE = 0x44;          // 'D', double
+const T_HOST = 0x5c;          // '\\', Node's host object
+const VERSION = 15;
+
+// Node's host-object tags and view type indexes (lib/v8.js).
+const VIEW_TAG = 0;
+const OTHER_HOST_OBJECT_TAG = 1;
+const BUFFER_INDEX = 10;
+const FLOAT16_INDEX = 13;
+const INDEX_BY_NAME = {
+  __proto__: null,
+  Int8Array: 0, Uint8Array: 1, Uint8ClampedArray: 2, Int16Array: 3, Uint16Array: 4,
+  Int32Array: 5, Uint32Array: 6, Float32Array: 7, Float64Array: 8,
+  BigInt64Array: 11, BigUint64Array: 12,
+};
+if (Float16 !== null) INDEX_BY_NAME.Float16Array = FLOAT16_INDEX;
+const CTOR_BY_INDEX = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
+  Uint32Array, Float32Array, Float64Array, DataView, null, BigInt64Array, BigUint64Array, Float16];
+const ELEMENT_SIZE = [1, 1, 1, 2, 2, 4, 4, 4, 8, 1, 1, 8, 8, 2];
+
+// Thrown inside the encoder to abandon a message to ValueSerializer.
+const DECLINE = { declined: true };
+// Returned by decode() (and thrown inside it) for ValueDeserializer's turn.
+const NOT_FAST = { notFast: true };
+
+// ---- encoder ---------------------------------------------------------------
+
+// One growable scratch buffer, reused by every message: the only allocation
+// per message is the copy the caller keeps (or the native queue's).
+const INITIAL_SCRATCH = 16 * 1024;
+const KEEP_SCRATCH = 1024 * 1024;
+let out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+let pos = 0;
+// Object ids, as V8 assigns them: every object, array, date and view, in
+// the order first met; a second meeting writes a back-reference. The first
+// few are found by a linear scan (putting an object in a Map makes V8 give
+// it an identity hash, which costs more than the scan); past that, a Map.
+const LINEAR_IDS = 24;
+const firstObjects = new Array(LINEAR_IDS).fill(null);
+const ids = new Map();
+let nextId = 0;
+
+function idOf(o) {
+  const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
+  for (let i = 0; i < n; i++) if (firstObjects[i] === o) return i;
+  return nextId > LINEAR_IDS ? ids.get(o) : undefined;
+}
+
+function newId(o) {
+  const id = nextId++;
+  if (id < LINEAR_IDS) firstObjects[id] = o;
+  else ids.set(o, id);
+}
+let encoding = false;
+let maxViewBytes = Infinity;
+const scratchDouble = new Float64Array(1);
+const scratchDoubleBytes = new Uint8Array(scratchDouble.buffer);
+
+// The own enumerable string keys of a hole-free array that are not indexes,
+// or null. Object.keys makes a string of every index first, which costs
+// more than the whole array: the native binding's version (skipping indexes
+// inside V8) is used when there is one.
+function keysAfterIndexes(array, length) {
+  const keys = ObjectKeys(array);
+  return keys.length > length ? keys.slice(length) : null;
+}
+let nativeExtraKeys = null;
+
+function arrayExtraKeys(array, length) {
+  return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
+}
+
+function configure(options) {
+  if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
+}
+
+function grow(need) {
+  let size = out.length * 2;
+  while (size < pos + need) size *= 2;
+  const bigger = Buffer.allocUnsafeSlow(size);
+  bufferCopy.call(out, bigger, 0, 0, pos);
+  out = bigger;
+}
+
+function writeVarint(v) {
+  while (v >= 0x80) {
+    out[pos++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  out[pos++] = v;
+}
+
+function varintSize(v) {
+  let n = 1;
+  while (v >= 0x80) { v >>>= 7; n++; }
+  return n;
+}
+
+function writeDouble(v) {
+  scratchDouble[0] = v;
+  const b = scratchDoubleBytes;
+  out[pos] = b[0]; out[pos + 1] = b[1]; out[pos + 2] = b[2]; out[pos + 3] = b[3];
+  out[pos + 4] = b[4]; out[pos + 5] = b[5]; out[pos + 6] = b[6]; out[pos + 7] = b[7];
+  pos += 8;
+}
+
+function writeNumber(v) {
+  if (pos + 11 > out.length) grow(11);
+  // Every int32 is a Smi in Node's 64-bit builds; -0 is not.
+  if ((v | 0) === v && (v !== 0 || 1 / v > 0)) {
+    out[pos++] = T_INT32;
+    writeVarint(((v << 1) ^ (v >> 31)) >>> 0);
+  } else {
+    out[pos++] = T_DOUBLE;
+    writeDouble(v);
+  }
+}
+
+// Whether a string has a character above U+00FF (then V8 stores it two
+// bytes wide). V8 compiles this class to an immediate failure for strings
+// stored one byte wide, so only two-byte strings are scanned.
+const WIDE = /[^\u0000-\u00ff]/;
+const SHORT_STRING = 16;
+// Strings from this length on are decoded by V8 (see readOneByte).
+const LONG_STRING = 4096;
+
+function writeString(s) {
+  const len = s.length;
+  // Short strings are copied by hand; longer ones by one native write.
+  if (len <= SHORT_STRING) {
+    if (pos + 6 + len > out.length) grow(6 + len);
+    const start = pos;
+    out[pos++] = T_ONE_BYTE;
+    out[pos++] = len;
+    for (let i = 0; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0xff) {
+        pos = start;
+        writeTwoByte(s);
+        return;
+      }
+      out[pos++] = c;
+    }
+    return;
+  }
+  if (WIDE.test(s)) {
+    writeTwoByte(s);
+    return;
+  }
+  if (pos + 6 + len > out.length) grow(6 + len);
+  out[pos++] = T_ONE_BYTE;
+  writeVarint(len);
+  pos += bufferWrite.call(out, s, pos, len, 'latin1');
+}
+
+function writeTwoByte(s) {
+  const bytes = s.length * 2;
+  if (pos + 7 + bytes > out.length) grow(7 + bytes);
+  // V8 aligns the characters to an even offset of its buffer, which starts
+  // at the frame (Node writes the length placeholder first).
+  if ((pos + 1 + varintSize(bytes)) & 1) out[pos++] = T_PADDING;
+  out[pos++] = T_TWO_BYTE;
+  writeVarint(bytes);
+  pos += bufferWrite.call(out, s, pos, bytes, 'utf16le');
+}
+
+// An object key: an array index is written as a number (V8 keeps index keys
+// as numbers), anything else as a string.
+function writeKey(k) {
+  const c = k.charCodeAt(0);
+  if (c >= 0x30 && c <= 0x39 && k.length <= 10 && (c !== 0x30 || k.length === 1)) {
+    let n = 0;
+    let i = 0;
+    for (; i < k.length; i++) {
+      const d = k.charCodeAt(i) - 0x30;
+      if (d < 0 || d > 9) break;
+      n = n * 10 + d;
+    }
+    if (i === k.length && n <= 4294967294) {
+      writeNumber(n);
+      return;
+    }
+  }
+  writeString(k);
+}
+
+const TWO_64 = 1n << 64n;
+const MASK_64 = TWO_64 - 1n;
+
+function writeBigInt(v) {
+  const negative = v < 0n;
+  let m = negative ? -v : v;
+  if (pos + 6 > out.length) grow(6);
+  out[pos++] = T_BIGINT;
+  if (m === 0n) {
+    out[pos++] = 0;
+    return;
+  }
+  // V8 keeps 64-bit digits without leading zero digits and writes their
+  // byte count (shifted past the sign bit), then the digits little-endian.
+  const digits = m < TWO_64 ? 1 : MathCeil(m.toString(16).length / 16);
+  writeVarint((digits * 16 + (negative ? 1 : 0)) >>> 0);
+  if (pos + digits * 8 > out.length) grow(digits * 8);
+  for (let i = 0; i < digits; i++) {
+    bufferWriteBigUInt64LE.call(out, m & MASK_64, pos);
+    pos += 8;
+    m >>= 64n;
+  }
+}
+
+function writeValue(v) {
+  switch (typeof v) {
+    case 'string': writeString(v); return;
+    case 'number': writeNumber(v); return;
+    case 'object':
+      if (v === null) {
+        if (pos + 1 > out.length) grow(1);
+        out[pos++] = T_NULL;
+        return;
+      }
+      writeObject(v);
+      return;
+    case 'boolean':
+      if (pos + 1 > out.length) grow(1);
+      out[pos++] = v ? T_TRUE : T_FALSE;
+      return;
+    case 'undefined':
+      if (pos + 1 > out.length) grow(1);
+      out[pos++] = T_UNDEFINED;
+      return;
+    case 'bigint': writeBigInt(v); return;
+    default:
+      // Functions and symbols: ValueSerializer's error, with its code.
+      throw DECLINE;
+  }
+}
+
+function writeObject(o) {
+  const id = idOf(o);
+  if (id !== undefined) {
+    if (pos + 6 > out.length) grow(6);
+    out[pos++] = T_REF;
+    writeVarint(id);
+    return;
+  }
+  // A proxy is refused by V8; its traps must not run here either.
+  if (isProxy(o)) throw DECLINE;
+  if (ArrayIsArray(o)) {
+    writeArray(o);
+    return;
+  }
+  if (ArrayBufferIsView(o)) {
+    writeView(o);
+    return;
+  }
+  const proto = ObjectGetPrototypeOf(o);
+  if (proto === null || (proto === ObjectPrototype && plainPrototypeIsClean)) {
+    writePlainObject(o);
+    return;
+  }
+  if (proto === DatePrototype && isDate(o)) {
+    newId(o);
+    if (pos + 9 > out.length) grow(9);
+    out[pos++] = T_DATE;
+    writeDouble(DateGetTime.call(o));
+    return;
+  }
+  throw DECLINE;
+}
+
+// Whether Object.prototype (which someone may have added to) has no
+// enumerable property a for-in over a plain object would meet.
+let plainPrototypeIsClean = true;
+function hasNoEnumerableKeys(o) {
+  for (const k in o) return k === undefined;
+  return true;
+}
+
+function writePlainObject(o) {
+  newId(o);
+  if (pos + 1 > out.length) grow(1);
+  out[pos++] = T_OBJECT;
+  let written = 0;
+  // for-in visits the own enumerable string keys in Object.keys order (the
+  // prototype, Object.prototype or null, has none enumerable: checked once
+  // per message), reads their values straight from V8's enum cache, and
+  // skips a key a getter deleted, as V8's serializer does.
+  for (const k in o) {
+    const v = o[k];
+    writeKey(k);
+    writeValue(v);
+    written++;
+  }
+  if (pos + 6 > out.length) grow(6);
+  out[pos++] = T_END_OBJECT;
+  writeVarint(written);
+}
+
+function writeArray(a) {
+  // V8 writes an array sparse when its elements are holey, frozen, sealed
+  // or not extensible; those go to ValueSerializer.
+  if (!ObjectIsExtensible(a)) throw DECLINE;
+  newId(a);
+  const length = a.length;
+  if (pos + 6 > out.length) grow(6);
+  out[pos++] = T_DENSE;
+  writeVarint(length);
+  const elements = pos;
+  // An array of numbers only, one of them not a Smi, is stored (and
+  // written) as doubles throughout when built by a literal, push, map,
+  // JSON.parse, ...; one with anything else keeps its Smis.
+  let numbers = 0;
+  let doubles = 0;
+  for (let i = 0; i < length; i++) {
+    const v = a[i];
+    if (typeof v === 'number') {
+      numbers++;
+      if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
+    } else if (v === undefined && !ObjectHasOwn(a, i)) {
+      throw DECLINE;
+    }
+    writeValue(v);
+  }
+  if (doubles > 0 && numbers === length && doubles < numbers) {
+    pos = elements;
+    if (pos + 9 * length > out.length) grow(9 * length);
+    for (let i = 0; i < length; i++) {
+      out[pos++] = T_DOUBLE;
+      writeDouble(a[i]);
+    }
+  }
+  let written = 0;
+  const extra = arrayExtraKeys(a, length);
+  if (extra !== null) {
+    for (let i = 0; i < extra.length; i++) {
+      const k = extra[i];
+      const v = a[k];
+      if (v === undefined && !ObjectHasOwn(a, k)) continue;
+      writeString(k);
+      writeValue(v);
+      written++;
+    }
+  }
+  if (pos + 11 > out.length) grow(11);
+  out[pos++] = T_END_DENSE;
+  writeVarint(written);
+  writeVarint(length);
+}
+
+function viewIndex(view) {
+  // Whether it is a Buffer follows an ordinary read of `constructor`
+  // compared with the real Buffer, exactly as Node decides.
+  if (view.constructor === Buffer) return BUFFER_INDEX;
+  if (isDataView(view)) return 9;
+  const name = typedArrayTag.call(view);
+  const index = name === undefined ? undefined : INDEX_BY_NAME[name];
+  if (index === undefined) throw DECLINE;
+  return index;
+}
+
+function writeView(view) {
+  newId(view);
+  const index = viewIndex(view);
+  let ab, offset, length;
+  if (index === 9) {
+    ab = dataViewBuffer.call(view);
+    offset = dataViewByteOffset.call(view);
+    length = dataViewByteLength.call(view);
+  } else {
+    ab = typedArrayBuffer.call(view);
+    offset = typedArrayByteOffset.call(view);
+    length = typedArrayByteLength.call(view);
+  }
+  // Large views may travel out of line on a procwire channel: the native
+  // encoder decides those.
+  if (length >= maxViewBytes) throw DECLINE;
+  if (pos + 16 + length > out.length) grow(16 + length);
+  out[pos++] = T_HOST;
+  out[pos++] = VIEW_TAG;
+  out[pos++] = index;
+  writeVarint(length);
+  // Only the view's own bytes: a view of a pooled Buffer must not leak the pool.
+  if (length > 0) {
+    Uint8ArraySet.call(out, new Uint8Array(ab, offset, length), pos);
+    pos += length;
+  }
+}
+
+// value -> the frame's length at the start of scratch(), or -1 when declined.
+function encodeToScratch(value, maxView) {
+  if (encoding) return -1;  // a getter encoding another message
+  encoding = true;
+  plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
+  pos = 4;
+  nextId = 0;
+  maxViewBytes = maxView === undefined ? Infinity : maxView;
+  let ok = false;
+  try {
+    out[pos++] = T_VERSION;
+    out[pos++] = VERSION;
+    writeValue(value);
+    ok = true;
+  } catch (err) {
+    if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
+  } finally {
+    const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
+    for (let i = 0; i < n; i++) firstObjects[i] = null;
+    if (nextId > LINEAR_IDS) ids.clear();
+    encoding = false;
+  }
+  if (!ok || pos - 4 > 0xffffffff) {
+    shrink();
+    return -1;
+  }
+  const payload = pos - 4;
+  out[0] = payload >>> 24;
+  out[1] = (payload >>> 16) & 0xff;
+  out[2] = (payload >>> 8) & 0xff;
+  out[3] = payload & 0xff;
+  return pos;
+}
+
+// value -> frame in the scratch buffer (valid until the next call), or null.
+function encode(value, maxView) {
+  const length = encodeToScratch(value, maxView);
+  return length < 0 ? null : out.subarray(0, length);
+}
+
+// value -> a fresh Buffer holding the frame, or null.
+function encodeCopy(value, maxView) {
+  const length = encodeToScratch(value, maxView);
+  if (length < 0) return null;
+  const copy = Buffer.allocUnsafe(length);
+  Uint8ArraySet.call(copy, length === out.length ? out : new Uint8Array(out.buffer, out.byteOffset, length));
+  if (length > 65536) shrink();
+  return copy;
+}
+
+// The scratch buffer the last encodeToScratch wrote its frame into.
+function scratch() {
+  return out;
+}
+
+function cleanup(err) {
+  shrink();
+  return err;
+}
+
+// After a very large message, the scratch memory goes back to its first size.
+function shrink() {
+  if (out.length > KEEP_SCRATCH) out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+}
+
+// Gives up the scratch buffer after a large frame was handed out (the
+// caller copies first).
+function release() {
+  shrink();
+}
+
+// ---- decoder ---------------------------------------------------------------
+
+let u = null;     // the payload, as a Buffer
+let p = 0;
+let end = 0;
+let ab = null;    // its ArrayBuffer and where the payload starts in it
+let base = 0;
+let copyAll = false;
+const objects = [];  // object id -> object (undefined while a host object is read)
+let objectCount = 0;
+let decoding = false;
+let bail = false;  // set by a reader that leaves the payload to V8
+
+// Short one-byte strings (keys above all) come from a small cache, so a
+// repeated key costs a hash and a compare, not an allocation.
+const CACHE_SIZE = 1024;
+const cache = new Array(CACHE_SIZE).fill('');
+
+function addObject(o) {
+  objects[objectCount++] = o;
+}
+
+function readVarint() {
+  if (p >= end) throw NOT_FAST;
+  let b = u[p++];
+  if (b < 0x80) return b;
+  let v = b & 0x7f;
+  let shift = 7;
+  for (;;) {
+    if (p >= end) throw NOT_FAST;
+    b = u[p++];
+    if (shift === 28) {
+      // The fifth byte: anything past 32 bits is V8's to judge.
+      if (b > 0x0f) throw NOT_FAST;
+      return (v + b * 0x10000000) >>> 0;
+    }
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) return v >>> 0;
+    shift += 7;
+  }
+}
+
+function readDouble() {
+  if (p + 8 > end) throw NOT_FAST;
+  const b = scratchDoubleBytes;
+  b[0] = u[p]; b[1] = u[p + 1]; b[2] = u[p + 2]; b[3] = u[p + 3];
+  b[4] = u[p + 4]; b[5] = u[p + 5]; b[6] = u[p + 6]; b[7] = u[p + 7];
+  p += 8;
+  const v = scratchDouble[0];
+  // V8 reads every NaN as its one quiet NaN.
+  return v === v ? v : NaN;
+}
+
+function readOneByte() {
+  const len = readVarint();
+  if (len > end - p) throw NOT_FAST;
+  if (len <= 24) {
+    let h = len;
+    for (let i = 0; i < len; i++) h = (Math.imul(h, 31) + u[p + i]) | 0;
+    const slot = h & (CACHE_SIZE - 1);
+    const hit = cache[slot];
+    if (hit.length === len) {
+      let i = 0;
+      while (i < len && hit.charCodeAt(i) === u[p + i]) i++;
+      if (i === len) {
+        p += len;
+        return hit;
+      }
+    }
+    const s = bufferToString.call(u, 'latin1', p, p + len);
+    cache[slot] = s;
+    p += len;
+    return s;
+  }
+  // A long string is made faster by ValueDeserializer (one copy inside V8)
+  // than through Buffer's decoder: the whole payload goes there. Without a
+  // throw, which costs more than the rest of a small message: `bail` makes
+  // every reader return at once.
+  if (len >= LONG_STRING) {
+    bail = true;
+    return '';
+  }
+  const s = bufferToString.call(u, 'latin1', p, p + len);
+  p += len;
+  return s;
+}
+
+function readTwoByte() {
+  const bytes = readVarint();
+  if (bytes > end - p || (bytes & 1) !== 0) throw NOT_FAST;
+  if (bytes >= LONG_STRING) {
+    bail = true;
+    return '';
+  }
+  const s = bufferToString.call(u, 'utf16le', p, p + bytes);
+  p += bytes;
+  return s;
+}
+
+// The next tag, past any padding.
+function peekTag() {
+  while (p < end && u[p] === T_PADDING) p++;
+  if (p >= end) throw NOT_FAST;
+  return u[p];
+}
+
+function readValue() {
+  const tag = peekTag();
+  p++;
+  switch (tag) {
+    case T_ONE_BYTE: return readOneByte();
+    case T_INT32: {
+      const z = readVarint();
+      return (z >>> 1) ^ -(z & 1);
+    }
+    case T_OBJECT: return readObject();
+    case T_DENSE: return readDense();
+    case T_REF: {
+      const id = readVarint();
+      const o = id < objectCount ? objects[id] : undefined;
+      if (o === undefined) throw NOT_FAST;
+      return o;
+    }
+    case T_DOUBLE: return readDouble();
+    case T_TRUE: return true;
+    case T_FALSE: return false;
+    case T_UNDEFINED: return undefined;
+    case T_NULL: return null;
+    case T_TWO_BYTE: return readTwoByte();
+    case T_UINT32: return readVarint();
+    case T_BIGINT: return readBigInt();
+    case T_DATE: {
+      const t = readDouble();
+      const d = new Date(t);
+      addObject(d);
+      return d;
+    }
+    case T_SPARSE: return readSparse();
+    case T_HOST: return readHost();
+    default: throw NOT_FAST;
+  }
+}
+
+// Reads key/value pairs into o up to endTag; returns how many were read.
+function readProperties(o, endTag, isArray) {
+  let n = 0;
+  for (;;) {
+    if (peekTag() === endTag) {
+      p++;
+      return n;
+    }
+    const k = readValue();
+    if (bail) return n;
+    if (typeof k !== 'string') {
+      if (typeof k !== 'number') throw NOT_FAST;
+    } else if (k === '__proto__' || (isArray && k === 'length')) {
+      throw NOT_FAST;
+    }
+    const v = readValue();
+    if (bail) return n;
+    if (k in o) {
+      // V8 refuses a key met twice; and it defines properties, so a setter
+      // or a read-only property up the prototype chain changes nothing.
+      if (ObjectHasOwn(o, k)) throw NOT_FAST;
+      ObjectDefineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+    } else {
+      o[k] = v;
+    }
+    n++;
+  }
+}
+
+function readObject() {
+  const o = {};
+  addObject(o);
+  const n = readProperties(o, T_END_OBJECT, false);
+  if (bail) return o;
+  if (readVarint() !== n) throw NOT_FAST;
+  return o;
+}
+
+function readDense() {
+  const length = readVarint();
+  // Every element takes at least one byte.
+  if (length > end - p) throw NOT_FAST;
+  // Holey generic elements, as ValueDeserializer makes them, so the array
+  // behaves the same afterwards (V8 serializes it again the same way).
+  const a = new Array(length);
+  if (length > 0) a[0] = undefined;
+  addObject(a);
+  for (let i = 0; i < length; i++) {
+    const tag = peekTag();
+    if (tag === T_INT32) {
+      // Arrays of small integers are common: no trip through readValue.
+      p++;
+      const z = readVarint();
+      a[i] = (z >>> 1) ^ -(z & 1);
+      continue;
+    }
+    if (tag === T_HOLE) {
+      p++;
+      if (i === 0) delete a[0];
+      continue;
+    }
+    a[i] = readValue();
+    if (bail) return a;
+  }
+  const n = readProperties(a, T_END_DENSE, true);
+  if (bail) return a;
+  if (readVarint() !== n || readVarint() !== length) throw NOT_FAST;
+  return a;
+}
+
+function readSparse() {
+  const length = readVarint();
+  const a = [];
+  a.length = length;
+  addObject(a);
+  const n = readProperties(a, T_END_SPARSE, true);
+  if (bail) return a;
+  if (readVarint() !== n || readVarint() !== length) throw NOT_FAST;
+  return a;
+}
+
+const HEX = [];
+for (let i = 0; i < 256; i++) HEX.push((i < 16 ? '0' : '') + i.toString(16));
+
+function readBigInt() {
+  const bitfield = readVarint();
+  const bytes = (bitfield >>> 1) & 0x3fffffff;
+  if (bitfield > 0x7fffffff || bytes > 4096 || bytes > end - p) throw NOT_FAST;
+  let m;
+  if (bytes === 8) {
+    m = bufferReadBigUInt64LE.call(u, p);
+  } else {
+    // Digits are little-endian: the hex text reads them from the top.
+    let hex = '0x0';
+    for (let i = bytes - 1; i >= 0; i--) hex += HEX[u[p + i]];
+    m = BigIntCtor(hex);
+  }
+  // A zero with a sign or with digits is V8's to judge.
+  if (m === 0n && bitfield !== 0) throw NOT_FAST;
+  p += bytes;
+  return (bitfield & 1) !== 0 ? -m : m;
+}
+
+function readHost() {
+  const id = objectCount;
+  addObject(undefined);
+  const tag = readVarint();
+  let value;
+  if (tag === VIEW_TAG) {
+    value = readView();
+  } else if (tag === OTHER_HOST_OBJECT_TAG) {
+    value = readValue();
+    if (bail) return value;
+    if (typeof value !== 'object' || value === null) throw NOT_FAST;
+  } else {
+    throw NOT_FAST;
+  }
+  objects[id] = value;
+  return value;
+}
+
+function readView() {
+  const index = readVarint();
+  const byteLength = readVarint();
+  if (index > 13 || (index === FLOAT16_INDEX && Float16 === null)) throw NOT_FAST;
+  const element = ELEMENT_SIZE[index];
+  if (byteLength % element !== 0 || byteLength > end - p) throw NOT_FAST;
+  const offset = base + p;
+  p += byteLength;
+  // Aligned views borrow the input memory, as Node's do; others copy.
+  if (!copyAll && byteLength > 0 && offset % element === 0) return makeView(index, ab, offset, byteLength);
+  const copy = new ArrayBuffer(byteLength);
+  if (byteLength > 0) Uint8ArraySet.call(new Uint8Array(copy), new Uint8Array(ab, offset, byteLength));
+  return makeView(index, copy, 0, byteLength);
+}
+
+function makeView(index, buffer, offset, byteLength) {
+  if (index === BUFFER_INDEX) return Buffer.from(buffer, offset, byteLength);
+  if (index === 9) return new DataView(buffer, offset, byteLength);
+  const Ctor = CTOR_BY_INDEX[index];
+  return new Ctor(buffer, offset, byteLength / ELEMENT_SIZE[index]);
+}
+
+// payload view -> value, or NOT_FAST. `copyViews` makes decoded views copy
+// instead of borrowing the payload's memory.
+function decode(view, copyViews) {
+  if (decoding) return NOT_FAST;
+  let buffer, offset, length;
+  const isBuffer = ObjectGetPrototypeOf(view) === BufferPrototype;
+  if (isBuffer || !isDataView(view)) {
+    buffer = typedArrayBuffer.call(view);
+    offset = typedArrayByteOffset.call(view);
+    length = typedArrayByteLength.call(view);
+  } else {
+    buffer = dataViewBuffer.call(view);
+    offset = dataViewByteOffset.call(view);
+    length = dataViewByteLength.call(view);
+  }
+  if (length < 3) return NOT_FAST;
+  u = isBuffer ? view : Buffer.from(buffer, offset, length);
+  if (u[0] !== T_VERSION || u[1] !== VERSION) {
+    u = null;
+    return NOT_FAST;
+  }
+  ab = buffer;
+  base = offset;
+  end = length;
+  p = 2;
+  copyAll = copyViews === true;
+  decoding = true;
+  bail = false;
+  try {
+    const value = readValue();
+    return bail ? NOT_FAST : value;
+  } catch (err) {
+    // Anything unusual, a stack overflow included: ValueDeserializer decides.
+    return NOT_FAST;
+  } finally {
+    decoding = false;
+    u = null;
+    ab = null;
+    // Forget the decoded objects without shrinking the list (cheaper).
+    for (let i = 0; i < objectCount; i++) objects[i] = undefined;
+    objectCount = 0;
+  }
+}
+
+module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, release, configure, NOT_FAST };
