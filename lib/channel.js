@@ -31,6 +31,11 @@ const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
 // returns false (their bytes count towards highWaterMark and maxQueuedBytes
 // too). Each is a descriptor in flight, and the kernel caps those per user.
 const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
+// A request with no reply in this many ms rejects (ERR_PROCWIRE_REQUEST_TIMEOUT),
+// so a peer that never answers cannot hang the caller and keep its process
+// alive for ever. Per channel `requestTimeout`, per request `timeout`; 0: none.
+const DEFAULT_REQUEST_TIMEOUT = 30000;
+const MAX_TIMEOUT = 2 ** 31 - 1;
 const SEGMENT_ACK = 'NODE_PROCWIRE_SEGACK';
 // Sent first by an end that can receive shared-memory segments; the other end
 // sends out of line only after it arrives.
@@ -75,6 +80,7 @@ class Channel extends EventEmitter {
     // A hard cap behind the soft one: a sender that ignores send() === false
     // while its peer has stopped reading would otherwise grow without bound.
     this.maxQueuedBytes = validateSize(options.maxQueuedBytes, 'maxQueuedBytes', DEFAULT_MAX_QUEUED_BYTES);
+    this.requestTimeout = validateSize(options.requestTimeout, 'requestTimeout', DEFAULT_REQUEST_TIMEOUT, MAX_TIMEOUT);
     this.transport = options.transport || 'socket';
     const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
     if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
@@ -229,7 +235,7 @@ class Channel extends EventEmitter {
   // request(value, { timeout, signal }) -> Promise of the peer's reply.
   request(value, options) {
     options = validateObject(options, 'options');
-    const timeout = options.timeout === undefined ? 0 : validateSize(options.timeout, 'timeout', 0, 2 ** 31 - 1);
+    const timeout = validateSize(options.timeout, 'timeout', this.requestTimeout, MAX_TIMEOUT);
     const signal = options.signal;
     if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean')) {
       throw invalidArg('options.signal must be an AbortSignal');
@@ -268,6 +274,8 @@ class Channel extends EventEmitter {
   // respond(async (value, channel) => reply): answers the peer's requests.
   respond(handler) {
     this._responder = handler === null ? null : validateFunction(handler, 'handler');
+    // A child whose only job is answering requests must stay alive for them.
+    this._applyRefPolicy();
     return this;
   }
 
@@ -354,8 +362,12 @@ class Channel extends EventEmitter {
     if (this._refPolicy === 'always') want = true;
     else if (this._refPolicy === 'never') want = false;
     // 'listeners': like Node's child side of an IPC channel, keep the process
-    // alive only while someone listens, or a request is in flight.
-    else want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 || this._requests.size > 0;
+    // alive only while someone listens, a responder is registered, or a
+    // request is in flight.
+    else {
+      want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 ||
+        this._responder !== null || this._requests.size > 0;
+    }
     if (want === this._refed) return;
     this._refed = want;
     if (want) this._handle.ref(); else this._handle.unref();
@@ -630,4 +642,4 @@ function serializeError(err) {
   return { name: 'Error', message: String(err) };
 }
 
-module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };
+module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_REQUEST_TIMEOUT, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };

@@ -79,6 +79,7 @@ function fork(modulePath, args, options) {
   delete spawnOptions.maxMessageSize;
   delete spawnOptions.highWaterMark;
   delete spawnOptions.maxQueuedBytes;
+  delete spawnOptions.requestTimeout;
   delete spawnOptions.outOfLine;
   delete spawnOptions.outOfLineThreshold;
   delete spawnOptions.silent;
@@ -102,6 +103,7 @@ function fork(modulePath, args, options) {
     segments: childMode === 'procwire',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
+    requestTimeout: options.requestTimeout,
   });
   attach(child, channel);
   return child;

@@ -590,6 +590,7 @@ function channelOptions(options, serialization, handle, peer) {
     highWaterMark: options.highWaterMark,
     // Also bounds what is kept for publishing while the client reconnects.
     maxQueuedBytes: options.maxQueuedBytes,
+    requestTimeout: options.requestTimeout,
     transport: 'nats',
     peer,
     createHandle: (callbacks) => handle.attach(callbacks),

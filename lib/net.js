@@ -110,6 +110,7 @@ function channelOptions(options, address) {
     maxMessageSize: options.maxMessageSize,
     highWaterMark: options.highWaterMark,
     maxQueuedBytes: options.maxQueuedBytes,
+    requestTimeout: options.requestTimeout,
     // Both ends of a named channel are procwire on one machine: large views
     // may go through shared memory. TCP never carries descriptors.
     segments: address.kind === 'unix',
