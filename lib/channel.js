@@ -104,6 +104,7 @@ class Channel extends EventEmitter {
     this._requests = new Map();
     this._nextRequestId = 1;
     this._responder = null;
+    this._unanswered = [];  // requests that came before any responder, for one turn
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
     const callbacks = {
@@ -274,6 +275,11 @@ class Channel extends EventEmitter {
   // respond(async (value, channel) => reply): answers the peer's requests.
   respond(handler) {
     this._responder = handler === null ? null : validateFunction(handler, 'handler');
+    if (this._responder !== null && this._unanswered.length > 0) {
+      const held = this._unanswered;
+      this._unanswered = [];
+      for (const message of held) this._answer(message);
+    }
     // A child whose only job is answering requests must stay alive for them.
     this._applyRefPolicy();
     return this;
@@ -514,8 +520,12 @@ class Channel extends EventEmitter {
   _answer(message) {
     const id = message.id;
     if (this._responder === null) {
-      this._sendInternal({ cmd: RESPONSE, id, ok: false,
-        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+      // A request can arrive in the same read as the hello that admits the
+      // channel, before the user's 'channel' handler (or the code after
+      // `await connect()`) has called respond(): give it one turn of the
+      // event loop before answering that there is no responder.
+      this._unanswered.push(message);
+      if (this._unanswered.length === 1) setImmediate(() => this._refuseUnanswered());
       return;
     }
     let result;
@@ -534,6 +544,15 @@ class Channel extends EventEmitter {
         }
       },
       (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }));
+  }
+
+  _refuseUnanswered() {
+    const held = this._unanswered;
+    this._unanswered = [];
+    for (const { id } of held) {
+      this._sendInternal({ cmd: RESPONSE, id, ok: false,
+        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+    }
   }
 
   _sendInternal0(message) {

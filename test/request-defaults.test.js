@@ -79,3 +79,33 @@ test('the default request timeout is 30 s', { timeout: 30_000 }, async (t) => {
   child.disconnect();
   await exited(child);
 });
+
+test('a request sent right after connect() reaches the responder the channel handler registers',
+  { timeout: 30_000 }, async (t) => {
+    const server = procwire.listen(`req-race-${process.pid}`, (channel) => channel.respond((v) => v + 1));
+    t.after(() => {
+      server.close();
+      for (const channel of server.channels) channel.destroy();
+    });
+    await server.ready;
+    // The request often arrives in the same read as the client's proof, before
+    // the server's 'channel' handler runs: it must wait for the responder.
+    for (let i = 0; i < 20; i++) {
+      const client = await procwire.connect(`req-race-${process.pid}`);
+      try {
+        assert.strictEqual(await client.request(i, { timeout: 5000 }), i + 1);
+      } finally {
+        client.close();
+      }
+    }
+    // A channel that never registers one still answers NO_RESPONDER, one turn later.
+    const bare = procwire.listen(`req-bare-${process.pid}`);
+    t.after(() => {
+      bare.close();
+      for (const channel of bare.channels) channel.destroy();
+    });
+    await bare.ready;
+    const client = await procwire.connect(`req-bare-${process.pid}`);
+    t.after(() => client.close());
+    await assert.rejects(client.request(1, { timeout: 5000 }), { code: 'ERR_PROCWIRE_NO_RESPONDER' });
+  });
