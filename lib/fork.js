@@ -80,6 +80,7 @@ function fork(modulePath, args, options) {
   delete spawnOptions.highWaterMark;
   delete spawnOptions.maxQueuedBytes;
   delete spawnOptions.requestTimeout;
+  delete spawnOptions.maxSegmentsInFlight;
   delete spawnOptions.outOfLine;
   delete spawnOptions.outOfLineThreshold;
   delete spawnOptions.silent;
@@ -104,6 +105,7 @@ function fork(modulePath, args, options) {
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
     requestTimeout: options.requestTimeout,
+    maxSegmentsInFlight: options.maxSegmentsInFlight,
   });
   attach(child, channel);
   return child;

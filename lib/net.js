@@ -116,6 +116,7 @@ function channelOptions(options, address) {
     segments: address.kind === 'unix',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
+    maxSegmentsInFlight: options.maxSegmentsInFlight,
   };
 }
 

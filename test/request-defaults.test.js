@@ -76,6 +76,12 @@ test('the default request timeout is 30 s', { timeout: 30_000 }, async (t) => {
   const child = procwire.fork(file, { child: 'procwire' });
   t.after(() => child.kill('SIGKILL'));
   assert.strictEqual(child.channel.requestTimeout, 30_000);
+  // fork() passes every channel option on (maxSegmentsInFlight was once dropped).
+  const tuned = procwire.fork(file, { child: 'procwire', maxSegmentsInFlight: 3 });
+  t.after(() => tuned.kill('SIGKILL'));
+  assert.strictEqual(tuned.channel.maxSegmentsInFlight, 3);
+  tuned.disconnect();
+  await exited(tuned);
   child.disconnect();
   await exited(child);
 });
