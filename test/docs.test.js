@@ -9,6 +9,8 @@
 //   ```mjs                 the same as an ES module
 //   ```js file=child.js    a file the document's programs use (written, not run)
 //   ```js fragment         part of a program: only checked with `node --check`
+// In a program, a comment `// → text` states output: `text` must appear in
+// what the program prints.
 // Programs run in a fresh directory where require('procwire') is this tree.
 // Blocks that talk to NATS read process.env.NATS_URL; the test starts a
 // private nats-server for them, or skips them (saying why) without one.
@@ -125,6 +127,7 @@ const usesNats = (code) => /NATS_URL|nats:\/\//.test(code);
 test('every runnable code block of README.md and docs/*.md runs and exits by itself', { timeout: 600_000 }, async (t) => {
   const natsUrl = hasNatsServer() ? await startNats(t) : null;
   let ran = 0;
+  let stated = 0;
   for (const file of docFiles()) {
     const blocks = jsBlocks(file);
     const programs = blocks.filter((b) => !b.attrs.fragment && !b.attrs.file);
@@ -145,11 +148,16 @@ test('every runnable code block of README.md and docs/*.md runs and exits by its
         fs.writeFileSync(path.join(dir, name), b.code);
         const r = await run(name, dir, natsUrl ? { NATS_URL: natsUrl } : {});
         assert.strictEqual(r.code, 0, `${where} exited with ${r.signal || r.code}:\n${r.out}`);
+        for (const [, expected] of b.code.matchAll(/\/\/ → (.+)$/gm)) {
+          assert.ok(r.out.includes(expected.trim()), `${where}: expected output "${expected.trim()}", got:\n${r.out}`);
+          stated++;
+        }
         ran++;
       }
     });
   }
   assert.ok(ran >= 10, `only ${ran} runnable blocks: the docs should show whole programs`);
+  t.diagnostic(`${ran} programs run, ${stated} stated outputs checked`);
 });
 
 test('fragments are few, marked, and parse', { timeout: 120_000 }, (t) => {
