@@ -1,5 +1,8 @@
 // Type definitions for procwire. Kept in step with lib/ (the error codes with
-// lib/errors.js).
+// lib/errors.js; the runtime exports with lib/index.js and index.mjs, checked
+// by test/exports.test.js).
+
+/// <reference types="node" />
 
 import { EventEmitter } from 'node:events';
 import { ChildProcess, ForkOptions } from 'node:child_process';
@@ -168,6 +171,8 @@ export interface ChannelOptions {
    * when 1024 wait, reading pauses until half of them have started (nothing is dropped).
    */
   maxConcurrentRequests?: number;
+  /** Milliseconds a request() waits for its reply unless it says otherwise. Default 30000; 0: no limit. */
+  requestTimeout?: number;
 }
 
 /** Options of procwire.listen/connect('nats://...'). */
@@ -197,6 +202,7 @@ export interface SendOptions {
 }
 
 export interface RequestOptions {
+  /** Milliseconds to wait for the reply (ERR_PROCWIRE_REQUEST_TIMEOUT). Default: the channel's requestTimeout (30000); 0: no limit. */
   timeout?: number;
   signal?: AbortSignal;
   /** NATS channels: resend a request that timed out, up to this many times (at-least-once). */
@@ -204,10 +210,18 @@ export interface RequestOptions {
   retryDelay?: number;
 }
 
+/**
+ * One class for every transport. Made by fork(), listen(), connect() and
+ * parent; not constructible from user code (the constructor throws a coded
+ * error), but usable with `instanceof` and as a type.
+ */
 export declare class Channel extends EventEmitter {
+  private constructor();
   readonly serialization: Serialization;
   readonly maxMessageSize: number;
   readonly highWaterMark: number;
+  readonly maxQueuedBytes: number;
+  readonly requestTimeout: number;
   readonly transport: 'fork' | 'unix' | 'tcp' | 'tls' | 'nats' | 'socket';
   /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
   readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
@@ -300,7 +314,9 @@ export interface ListenOptions extends ChannelOptions, AuthOptions {
   allowUids?: number[] | '*';
 }
 
+/** What listen() returns; not constructible from user code. */
 export declare class Server extends EventEmitter {
+  private constructor();
   readonly channels: Set<Channel>;
   readonly ready: Promise<Server>;
   address(): { path: string; abstract: boolean } | { host: string; port: number };
@@ -320,8 +336,14 @@ export declare function connect(address: Address, options?: ChannelOptions & Aut
 export declare function connect(url: `nats://${string}`, options: NatsOptions): Promise<Channel>;
 export declare function listen(url: `nats://${string}`, options: NatsOptions, onChannel?: (channel: Channel) => void): Server;
 
-/** The child's end of a fork(..., { child: 'procwire' }) channel, or null. */
+/**
+ * The child's end of a fork(..., { child: 'procwire' }) channel, or null.
+ * It keeps the process alive only while it has 'message'/'disconnect'
+ * listeners, a responder, or requests in flight.
+ */
 export declare const parent: Channel | null;
+/** The same as `parent`, as a function (made on first call). */
+export declare function getParent(): Channel | null;
 /** A Buffer over a shared-memory segment, for zero-copy send(message, { transfer: [buf] }). */
 export declare function alloc(size: number): Buffer;
 /** true when the native addon is in use. */

@@ -1,4 +1,6 @@
-// ESM entry: the same objects as the CommonJS entry.
+// ESM entry: the same objects as the CommonJS entry, every runtime export by
+// name (test/exports.test.js keeps this list, lib/index.js and index.d.ts
+// equal).
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -6,9 +8,10 @@ const procwire = require('./lib/index.js');
 
 export default procwire;
 export const {
-  codec, Framer, Channel, Server, fork, listen, connect, errors, codes, native,
+  codec, Framer, Channel, Server, fork, listen, connect, alloc, errors, codes, native, getParent,
 } = procwire;
-// A getter on the CommonJS object: read it when asked, not at import time.
-export function getParent() {
-  return procwire.parent;
-}
+// An ES module cannot export a getter, so `parent` is read once, at import.
+// It is null unless this process is a procwire child, and the channel it
+// makes keeps the process alive only while it has listeners, a responder or
+// requests in flight, as the CommonJS getter's does.
+export const parent = procwire.getParent();

@@ -41,6 +41,11 @@ const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
 // returns false (their bytes count towards highWaterMark and maxQueuedBytes
 // too). Each is a descriptor in flight, and the kernel caps those per user.
 const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
+// A request with no reply in this many ms rejects (ERR_PROCWIRE_REQUEST_TIMEOUT),
+// so a peer that never answers cannot hang the caller and keep its process
+// alive for ever. Per channel `requestTimeout`, per request `timeout`; 0: none.
+const DEFAULT_REQUEST_TIMEOUT = 30000;
+const MAX_TIMEOUT = 2 ** 31 - 1;
 const SEGMENT_ACK = 'NODE_PROCWIRE_SEGACK';
 // Sent first by an end that can receive shared-memory segments; the other end
 // sends out of line only after it arrives.
@@ -90,6 +95,7 @@ class Channel extends EventEmitter {
     // A hard cap behind the soft one: a sender that ignores send() === false
     // while its peer has stopped reading would otherwise grow without bound.
     this.maxQueuedBytes = validateSize(options.maxQueuedBytes, 'maxQueuedBytes', DEFAULT_MAX_QUEUED_BYTES);
+    this.requestTimeout = validateSize(options.requestTimeout, 'requestTimeout', DEFAULT_REQUEST_TIMEOUT, MAX_TIMEOUT);
     this.transport = options.transport || 'socket';
     const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
     if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
@@ -124,6 +130,7 @@ class Channel extends EventEmitter {
     this._requests = new Map();
     this._nextRequestId = 1;
     this._responder = null;
+    this._unanswered = [];  // requests that came before any responder, for one turn
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
     const callbacks = {
@@ -355,7 +362,7 @@ class Channel extends EventEmitter {
   // request(value, { timeout, signal }) -> Promise of the peer's reply.
   request(value, options) {
     options = validateObject(options, 'options');
-    const timeout = options.timeout === undefined ? 0 : validateSize(options.timeout, 'timeout', 0, 2 ** 31 - 1);
+    const timeout = validateSize(options.timeout, 'timeout', this.requestTimeout, MAX_TIMEOUT);
     const signal = options.signal;
     if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean')) {
       throw invalidArg('options.signal must be an AbortSignal');
@@ -394,6 +401,13 @@ class Channel extends EventEmitter {
   // respond(async (value, channel) => reply): answers the peer's requests.
   respond(handler) {
     this._responder = handler === null ? null : validateFunction(handler, 'handler');
+    if (this._responder !== null && this._unanswered.length > 0) {
+      const held = this._unanswered;
+      this._unanswered = [];
+      for (const message of held) this._answer(message);
+    }
+    // A child whose only job is answering requests must stay alive for them.
+    this._applyRefPolicy();
     return this;
   }
 
@@ -500,8 +514,12 @@ class Channel extends EventEmitter {
     if (this._refPolicy === 'always') want = true;
     else if (this._refPolicy === 'never') want = false;
     // 'listeners': like Node's child side of an IPC channel, keep the process
-    // alive only while someone listens, or a request is in flight.
-    else want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 || this._requests.size > 0;
+    // alive only while someone listens, a responder is registered, or a
+    // request is in flight.
+    else {
+      want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 ||
+        this._responder !== null || this._requests.size > 0;
+    }
     if (want === this._refed) return;
     this._refed = want;
     if (want) this._handle.ref(); else this._handle.unref();
@@ -727,8 +745,12 @@ class Channel extends EventEmitter {
   _answerNow(message) {
     const id = message.id;
     if (this._responder === null) {
-      this._sendInternal({ cmd: RESPONSE, id, ok: false,
-        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+      // A request can arrive in the same read as the hello that admits the
+      // channel, before the user's 'channel' handler (or the code after
+      // `await connect()`) has called respond(): give it one turn of the
+      // event loop before answering that there is no responder.
+      this._unanswered.push(message);
+      if (this._unanswered.length === 1) setImmediate(() => this._refuseUnanswered());
       return;
     }
     let result;
@@ -749,6 +771,15 @@ class Channel extends EventEmitter {
       },
       (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }))
       .finally(() => this._requestDone());
+  }
+
+  _refuseUnanswered() {
+    const held = this._unanswered;
+    this._unanswered = [];
+    for (const { id } of held) {
+      this._sendInternal({ cmd: RESPONSE, id, ok: false,
+        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+    }
   }
 
   _sendInternal0(message) {
@@ -890,4 +921,4 @@ function serializeError(err) {
   return { name: 'Error', message: String(err) };
 }
 
-module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };
+module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_REQUEST_TIMEOUT, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };

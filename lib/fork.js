@@ -25,7 +25,7 @@ const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
-  'outOfLineThreshold'];
+  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests'];
 // Node 26 dropped child._channel (DEP0129 reached end of life).
 const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 
@@ -162,6 +162,9 @@ function fork(modulePath, args, options) {
     segments: mode !== 'node',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
+    requestTimeout: options.requestTimeout,
+    maxSegmentsInFlight: options.maxSegmentsInFlight,
+    maxConcurrentRequests: options.maxConcurrentRequests,
   });
   setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
   return child;

@@ -31,6 +31,9 @@ module.exports = {
   errors: errors.classes,
   codes: Object.keys(errors.CODES),
   native: require('./native').native,
+  getParent,
+  // Read when asked, not at require time: only a procwire child has one, and
+  // making it starts reading the channel.
   get parent() {
     return getParent();
   },

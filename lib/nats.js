@@ -50,13 +50,19 @@ const HIST = 32;
 const RETRYABLE = new Set(['ERR_PROCWIRE_REQUEST_TIMEOUT', 'ERR_PROCWIRE_PEER_UNREACHABLE']);
 const DEFAULT_RETRY_DELAY = 100;
 
+// The NATS client is an optional peer dependency: most users never open a
+// NATS channel, so it is loaded on first use, and its absence is a coded error
+// that says what to install rather than a crash at require('procwire').
 let natsModule;
 function nats() {
   if (!natsModule) {
     try {
       natsModule = require('nats');
     } catch (err) {
-      throw makeError('ERR_PROCWIRE_NATS', `the nats package could not be loaded (${err.message}); run \`npm install nats\``, err);
+      const missing = err && err.code === 'MODULE_NOT_FOUND' && /'nats'/.test(err.message);
+      throw makeError('ERR_PROCWIRE_NATS', missing
+        ? 'NATS channels need the nats package (an optional peer dependency of procwire): run `npm install nats`'
+        : `the nats package could not be loaded (${err.message}); run \`npm install nats\``, err);
     }
   }
   return natsModule;
@@ -590,6 +596,7 @@ function channelOptions(options, serialization, handle, peer) {
     highWaterMark: options.highWaterMark,
     // Also bounds what is kept for publishing while the client reconnects.
     maxQueuedBytes: options.maxQueuedBytes,
+    requestTimeout: options.requestTimeout,
     transport: 'nats',
     peer,
     createHandle: (callbacks) => handle.attach(callbacks),

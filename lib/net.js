@@ -117,11 +117,13 @@ function channelOptions(options, address) {
     highWaterMark: options.highWaterMark,
     maxQueuedBytes: options.maxQueuedBytes,
     maxConcurrentRequests: options.maxConcurrentRequests,
+    requestTimeout: options.requestTimeout,
     // Both ends of a named channel are procwire on one machine: large views
     // may go through shared memory. TCP never carries descriptors.
     segments: address.kind === 'unix',
     outOfLine: options.outOfLine,
     outOfLineThreshold: options.outOfLineThreshold,
+    maxSegmentsInFlight: options.maxSegmentsInFlight,
   };
 }
 

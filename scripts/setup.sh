@@ -5,12 +5,16 @@
 #     GoogleTest (native unit tests), clang-format (format check), redis-server (a benchmark peer),
 #     nats-server (the NATS transport's tests and benchmark peer);
 #   - the other supported Node lines (22, 24, 26) from the npm registry;
-#   - the addon built for this machine's Node (npm install).
+#   - the addon built for this machine's Node (npm install);
+#   - with --bench: the benchmark's npm peers (zeromq) in a private prefix,
+#     .bench-deps/, so they are no dependency of procwire itself.
 # Installing Debian packages needs root; without it, what is missing is named
 # and the parts that need it say so when they run.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+bench=0
+[ "${1:-}" = --bench ] && bench=1
 
 need=()
 command -v clang++ >/dev/null 2>&1 || need+=(clang)
@@ -36,4 +40,16 @@ fi
 
 if [ ! -f "$root/build/Release/procwire.node" ] || [ ! -d "$root/node_modules" ]; then
   npm install --no-audit --no-fund
+fi
+
+# Benchmark-only npm peers, pinned here, installed once into .bench-deps/
+# (bench/lib/transports.js resolves them from there). A failure only costs
+# the bench its ZeroMQ row, which then says why it was skipped.
+BENCH_PEERS=(zeromq@6.8.0)
+if [ "$bench" = 1 ] && [ ! -f "$root/.bench-deps/node_modules/zeromq/package.json" ]; then
+  mkdir -p "$root/.bench-deps"
+  [ -f "$root/.bench-deps/package.json" ] || echo '{"private": true}' > "$root/.bench-deps/package.json"
+  echo "setup: installing benchmark peers (${BENCH_PEERS[*]}) into .bench-deps/"
+  npm install --prefix "$root/.bench-deps" --no-audit --no-fund --no-package-lock "${BENCH_PEERS[@]}" >/dev/null ||
+    echo "setup: could not install ${BENCH_PEERS[*]}; the bench skips the ZeroMQ row" >&2
 fi

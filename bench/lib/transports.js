@@ -18,6 +18,13 @@ const { ROOT, setupHint } = require('./harness');
 
 const PEERS_DIR = path.join(__dirname, '..', 'peers');
 const SOCKET_ECHO = path.join(PEERS_DIR, 'socket-echo.js');
+// Benchmark-only npm peers (zeromq) are no dependency of procwire:
+// `scripts/setup.sh --bench` installs them into this private prefix.
+const BENCH_DEPS = path.join(ROOT, '.bench-deps');
+
+function requireZeromq() {
+  return require(require.resolve('zeromq', { paths: [BENCH_DEPS, ROOT] }));
+}
 
 let procwireModule;
 function procwire() {
@@ -96,8 +103,10 @@ async function openFork(peerId, ctx, index = 0) {
 // ---- socket peers ------------------------------------------------------------
 
 function spawnEcho(kind, address) {
+  // NODE_PATH lets the echo child's require('zeromq') find the private prefix.
+  const nodePath = [path.join(BENCH_DEPS, 'node_modules'), process.env.NODE_PATH].filter(Boolean).join(path.delimiter);
   return childProcess.spawn(process.execPath, [SOCKET_ECHO, kind, JSON.stringify(address)], {
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_PATH: nodePath },
   });
 }
 
@@ -241,7 +250,7 @@ async function openRedis(peerId, ctx) {
 }
 
 async function openZmq(peerId, ctx) {
-  const zmq = require('zeromq');
+  const zmq = requireZeromq();
   const sock = new zmq.Pair({ sendHighWaterMark: 0, receiveHighWaterMark: 0 });
   const endpoint = `ipc://${path.join(ctx.tmp, `zmq-${process.pid}.sock`)}`;
   await sock.bind(endpoint);
@@ -370,10 +379,10 @@ async function openMany(peerId, ctx, count) {
 
 function zeromqAvailable() {
   try {
-    require('zeromq');
+    requireZeromq();
     return null;
   } catch (err) {
-    return `the zeromq package could not be loaded (${String(err.message).split('\n')[0]}); run \`npm install\` (it is an optional dependency)`;
+    return `the zeromq package could not be loaded (${String(err.message).split('\n')[0]}); run \`bash scripts/setup.sh --bench\` (it installs benchmark peers into .bench-deps/)`;
   }
 }
 

@@ -1,7 +1,8 @@
-// Compiled (not run) by test/types.test.js: the API as a TypeScript user
-// writes it must type-check against index.d.ts.
-import * as procwire from '../../index';
-import type { Channel, ChannelStats, ProcwireError, CloseReason } from '../../index';
+// Compiled (not run) by test/types.test.js in a project holding only
+// procwire and @types/node: the API as a TypeScript user writes it must
+// type-check against index.d.ts under --strict.
+import * as procwire from 'procwire';
+import type { Channel, ChannelStats, ProcwireError, CloseReason, ErrorCode, Server } from 'procwire';
 
 async function main(): Promise<void> {
   const frame: Buffer = procwire.codec.advanced.encode({ a: 1 });
@@ -10,7 +11,7 @@ async function main(): Promise<void> {
   const messages: any[] = framer.push(frame);
   const buffered: number = framer.buffering;
 
-  const child = procwire.fork('./child.js', ['x'], { serialization: 'json', child: 'procwire' });
+  const child = procwire.fork('./child.js', ['x'], { serialization: 'json', child: 'procwire', requestTimeout: 5000 });
   child.send({ hello: 'world' });
   const reply: { ok: boolean } = await child.request<{ ok: boolean }>({ q: 1 }, { timeout: 100 });
   // null once disconnected, as child_process.
@@ -19,21 +20,39 @@ async function main(): Promise<void> {
   void fd;
   const cluster = procwire.cluster;
   if (cluster.isPrimary) cluster.fork();
+  const forever: unknown = await child.request('x', { timeout: 0, signal: AbortSignal.timeout(10) });
+  void forever;
   ch.on('close', (reason: CloseReason, err?: ProcwireError) => { void reason; void err; });
   ch.on('message', (m) => void m);
   const stats: ChannelStats | null = ch.stats();
+  const isChannel: boolean = ch instanceof procwire.Channel;
+  const timeoutMs: number = ch.requestTimeout;
 
-  const server = procwire.listen('name', { allowUids: [1000] }, (c: Channel) => c.respond(async (v) => v));
+  const server: Server = procwire.listen('name', { allowUids: [1000] }, (c: Channel) => c.respond(async (v) => v));
   await server.ready;
   const tcp = procwire.listen({ port: 0, host: '127.0.0.1' }, { secret: 'x'.repeat(32), tls: { key: 'k', cert: 'c' } });
   const client: Channel = await procwire.connect({ port: 1234 }, { secret: 'x'.repeat(32), helloTimeout: 1000, tls: { ca: 'pem' } });
+  const nats: Channel = await procwire.connect('nats://127.0.0.1:4222', { subject: 'jobs' });
+  await nats.request({ job: 1 }, { timeout: 2000, retries: 3 });
   client.send('x', (err) => void err);
   const big = procwire.alloc(1 << 20);
   client.send({ big }, { transfer: [big] });
   const ok: boolean = client.send({ big: Buffer.alloc(1) });
   const parent: Channel | null = procwire.parent;
-  const code: procwire.ErrorCode = procwire.errors.RequestTimeoutError.code;
-  void [value, messages, buffered, reply, stats, tcp, ok, parent, code];
+  const same: Channel | null = procwire.getParent();
+  if (parent !== null) parent.respond(async (v: { n: number }) => v.n * 2);
+  const code: ErrorCode = procwire.errors.RequestTimeoutError.code;
+  const codes: ErrorCode[] = procwire.codes;
+  const native: boolean = procwire.native;
+  try {
+    await client.request(1);
+  } catch (err) {
+    if (err instanceof procwire.errors.RequestTimeoutError) {
+      const c: 'ERR_PROCWIRE_REQUEST_TIMEOUT' = err.code;
+      void c;
+    }
+  }
+  void [value, messages, buffered, reply, forever, stats, isChannel, timeoutMs, tcp, ok, same, code, codes, native];
   server.close();
 }
 void main;

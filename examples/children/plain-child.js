@@ -1,0 +1,5 @@
+'use strict';
+// A plain Node child: exactly what it would be under child_process.fork.
+process.on('message', ({ n }) => {
+  process.send({ n, square: n * n, from: process.pid });
+});

@@ -1,0 +1,16 @@
+// ESM: every runtime export is importable by name, and the default import is
+// the whole API (compiled by test/types.test.js).
+import procwire, {
+  codec, Framer, Channel, Server, fork, listen, connect, alloc, errors, codes, native, parent, getParent,
+} from 'procwire';
+
+const child = fork('./worker.js', { child: 'procwire' });
+const sum: number = await child.request<number>({ a: 1, b: 2 });
+const buf: Buffer = alloc(4096);
+const maybe: Channel | null = parent ?? getParent();
+const frame: Buffer = codec.json.encode({ ok: true });
+const framer = new Framer({ serialization: 'json' });
+const server: Server = listen('jobs', (ch) => ch.respond((v) => v));
+const ch: Channel = await connect('jobs');
+const same: typeof procwire.fork = fork;
+void [sum, buf, maybe, frame, framer, server, ch, same, errors.ChannelClosedError, codes, native];
