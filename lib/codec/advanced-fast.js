@@ -12,6 +12,9 @@
 //       prototypes, arrays with holes or that cannot grow, views of at least
 //       maxView bytes, ...): the caller then encodes it with ValueSerializer,
 //       which writes exactly what Node writes.
+//   encodeCopy(value[, maxView]) -> the same frame in a Buffer of its own,
+//       or null; encodeToScratch(value[, maxView]) -> the frame's length at
+//       the start of scratch(), or -1.
 //   decode(view[, copyViews]) -> the value, or NOT_FAST when the payload
 //       holds anything unusual (a tag this path does not read, a malformed
 //       or hostile byte): the caller then decodes it with
@@ -531,12 +534,6 @@ function shrink() {
   if (out.length > KEEP_SCRATCH) out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
 }
 
-// Gives up the scratch buffer after a large frame was handed out (the
-// caller copies first).
-function release() {
-  shrink();
-}
-
 // ---- decoder ---------------------------------------------------------------
 
 let u = null;     // the payload, as a Buffer
@@ -867,4 +864,4 @@ function decode(view, copyViews) {
   }
 }
 
-module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, release, configure, NOT_FAST };
+module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, configure, NOT_FAST };
