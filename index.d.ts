@@ -288,6 +288,8 @@ export declare function fork(modulePath: string | URL | Buffer, options?: Procwi
  * Read it before anything loads 'cluster' (ERR_PROCWIRE_CLUSTER_LOADED otherwise).
  */
 export declare const cluster: typeof import('node:cluster').default;
+/** The same as `cluster`, as a function (the ESM entry exports this one, not `cluster`). */
+export declare function getCluster(): typeof import('node:cluster').default;
 
 /** A name (private dir), a socket path, { path }, { name, abstract: true }, or { port, host }. */
 export type Address = string | { path: string } | { name: string; abstract?: boolean } | { port: number; host?: string };

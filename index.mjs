@@ -8,8 +8,11 @@ const procwire = require('./lib/index.js');
 
 export default procwire;
 export const {
-  codec, Framer, Channel, Server, fork, listen, connect, alloc, errors, codes, native, getParent,
+  codec, Framer, Channel, Server, fork, listen, connect, alloc, errors, codes, native, getParent, getCluster,
 } = procwire;
+// `cluster` is not read here: reading it loads Node's cluster module (with
+// procwire's fork), which an import must not do as a side effect. ESM code
+// calls getCluster() instead.
 // An ES module cannot export a getter, so `parent` is read once, at import.
 // It is null unless this process is a procwire child, and the channel it
 // makes keeps the process alive only while it has listeners, a responder or

@@ -27,7 +27,7 @@ async function main() {
   const handed = procwire.alloc(32 * MiB);
   handed.fill(1);
   const arrived = new Promise((resolve) => child.once('message', resolve));
-  child.send({ data: handed }, { transfer: [handed] });
+  child.send({ data: handed }, null, { transfer: [handed] });
   console.log(`after send with transfer, the sender's buffer is detached: length ${handed.length}`);
   const ack = await arrived;
   console.log(`child received the transferred buffer: ${ack.bytes / MiB} MiB, sum ${ack.sum}`);

@@ -316,14 +316,15 @@ class Channel extends EventEmitter {
 
   // A plain message for the child_process surface: errors go to the
   // callback, or to onError unless swallowed, as Node's _send does.
-  _sendPlain(message, callback, swallowErrors, onError) {
+  // sendOptions: procwire's own send options ({ transfer }), or undefined.
+  _sendPlain(message, callback, swallowErrors, onError, sendOptions) {
     if (this._state !== 'open' && this._state !== 'connecting') {
       const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
       if (typeof callback === 'function') process.nextTick(callback, err);
       else if (!swallowErrors) process.nextTick(onError, err);
       return false;
     }
-    return this._sendNow(message, undefined, typeof callback === 'function' ? callback : undefined);
+    return this._sendNow(message, sendOptions, typeof callback === 'function' ? callback : undefined);
   }
 
   // The descriptor of the socket (undefined once closed), as Node's

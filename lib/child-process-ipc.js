@@ -456,8 +456,10 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 
+  // options.transfer (procwire's transfer list) rides along Node's options.
   const writeNow = (message, options, callback) =>
-    channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', nodeFacing(err)));
+    channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', nodeFacing(err)),
+      options.transfer !== undefined ? options : undefined);
 
   child.send = function send(message, handle, options, callback) {
     [handle, options, callback] = normalizeSendArgs(handle, options, callback);

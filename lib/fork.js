@@ -74,15 +74,18 @@ function fork(modulePath, args, options) {
   // A drop-in never runs the child through a shell, as Node's fork.
   options = { ...options, shell: false };
 
-  // Node's default is json; advanced is opt-in, as there.
-  const serialization = options.serialization === undefined ? 'json' : options.serialization;
+  const childMode = options.child === undefined ? 'node' : options.child;
+  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
+  // Where the child is Node's (a drop-in), the default is Node's: json, with
+  // advanced opt-in as there. A procwire child is procwire's own API on both
+  // ends, which defaults to advanced (Buffers, Maps, shared memory).
+  const serialization = options.serialization === undefined
+    ? (childMode === 'procwire' ? 'advanced' : 'json') : options.serialization;
   if (serialization !== 'json' && serialization !== 'advanced') {
     throw nodeError('ERR_INVALID_ARG_VALUE', 'options.serialization', options.serialization,
       "must be one of: undefined, 'json', 'advanced'");
   }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
-  const childMode = options.child === undefined ? 'node' : options.child;
-  if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
 
   let execArgv = options.execArgv || process.execArgv;
   if (execArgv === process.execArgv && process._eval != null) {

@@ -19,6 +19,10 @@ function alloc(size) {
   return buf;
 }
 
+function getCluster() {
+  return require('./cluster').loadCluster();
+}
+
 module.exports = {
   codec,
   Framer,
@@ -37,8 +41,10 @@ module.exports = {
   get parent() {
     return getParent();
   },
-  // Node's cluster module, its primary forking through procwire.fork.
+  // Node's cluster module, its primary forking through procwire.fork. Read
+  // when asked: loading it is what lends cluster procwire's fork.
+  getCluster,
   get cluster() {
-    return require('./cluster').loadCluster();
+    return getCluster();
   },
 };
