@@ -103,6 +103,8 @@ class Channel extends EventEmitter {
     // Only a procwire peer on a unix socket can take descriptors and knows
     // the segment references; everyone else gets every byte inline.
     this.outOfLine = options.segments && this.serialization === 'advanced' ? outOfLine : 'never';
+    const rings = options.rings === undefined ? 'auto' : options.rings;
+    if (rings !== 'auto' && rings !== 'never') throw invalidArg('rings must be "auto" or "never"');
     const nativeThreshold = this.outOfLine === 'never' ? -1 : this.outOfLine === 'always' ? 0 : threshold;
     this.peer = options.peer || null;
     this._pushed = 0;
@@ -166,7 +168,18 @@ class Channel extends EventEmitter {
     // do; a plain Node peer never gets procwire's internal messages this way.
     this._canTakeSegments = this._segmentCounters !== null && typeof options.createHandle !== 'function' &&
       typeof this._handle.enableOutOfLine === 'function';
-    if (this._canTakeSegments) this._sendInternal({ cmd: CAPABILITIES, v: 1, segments: true });
+    // Shared-memory rings: only between procwire ends on a unix socket this
+    // process reads natively (fork channels, named unix channels).
+    this._ringsOffered = rings === 'auto' && options.segments === true && typeof options.createHandle !== 'function' &&
+      (this.transport === 'fork' || this.transport === 'unix') && typeof this._handle.enableRings === 'function';
+    this._ringsStarted = false;
+    this._ringsPending = false;
+    if (this._ringsOffered) this._handle.allowRings();
+    if (this._canTakeSegments || this._ringsOffered) {
+      this._sendInternal(this._ringsOffered
+        ? { cmd: CAPABILITIES, v: 1, segments: this._canTakeSegments, rings: 1 }
+        : { cmd: CAPABILITIES, v: 1, segments: true });
+    }
     // Handles (descriptors beside a NODE_HANDLE frame) need a unix socket
     // this process reads natively: fork channels and named unix channels.
     this._takesHandles = typeof options.createHandle !== 'function' &&
@@ -258,6 +271,7 @@ class Channel extends EventEmitter {
 
   _sendNow(message, options, callback) {
     validateMessage(message);
+    if (this._ringsPending && this._gate === null) this._startRings();
     if (this._state !== 'open' && this._state !== 'connecting') {
       const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
       if (callback) process.nextTick(callback, err);
@@ -501,6 +515,9 @@ class Channel extends EventEmitter {
         messagesIn: s[75] || 0,
         bytesIn: s[76] || 0,
       },
+      // Shared-memory rings (procwire peers on one host): on once both
+      // directions are set up; messages that took a ring each way.
+      rings: { enabled: s[77] === 1, messagesOut: s[78] || 0, messagesIn: s[79] || 0 },
       // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
       // IPC.MessageSize histogram.
       histogram: { in: histogram(s.slice(head, head + 32)), out: histogram(s.slice(head + 32, head + 64)) },
@@ -605,6 +622,7 @@ class Channel extends EventEmitter {
       }
     }
     if (this._state === 'closed') return;
+    if (this._ringsPending && this._gate === null) this._startRings();
     while (errors !== undefined && e < errors.length) {
       if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
       e += 2;
@@ -674,6 +692,11 @@ class Channel extends EventEmitter {
         this._peerTakesSegments = true;
         this._handle.enableOutOfLine();
       }
+      // Rings start once both ends offered them and, on named channels, the
+      // hello is done (until then the gate holds every message).
+      if (message.rings === 1 && this._ringsOffered && !this._ringsStarted) {
+        if (this._gate === null) this._startRings(); else this._ringsPending = true;
+      }
     } else if (message.cmd === SEGMENT_ACK) {
       // Numbers from the peer are checked before they touch our accounting:
       // NaN, Infinity, negatives or acks for more than was sent would break
@@ -699,6 +722,15 @@ class Channel extends EventEmitter {
     } else {
       this.emit('internalMessage', message);
     }
+  }
+
+  _startRings() {
+    this._ringsPending = false;
+    if (this._ringsStarted || (this._state !== 'open' && this._state !== 'connecting')) return;
+    this._ringsStarted = true;
+    // Queues the ring set-up frame; the byte count includes it.
+    this._pushed = this._handle.enableRings();
+    this._scheduleFlush();
   }
 
   // The peer broke procwire's control protocol: the channel cannot be

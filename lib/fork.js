@@ -25,7 +25,7 @@ const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
-  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests'];
+  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests', 'rings'];
 // Node 26 dropped child._channel (DEP0129 reached end of life).
 const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 
@@ -164,6 +164,7 @@ function fork(modulePath, args, options) {
     // A plain Node child reads Node's format only: no segments.
     segments: mode !== 'node',
     outOfLine: options.outOfLine,
+    rings: options.rings,
     outOfLineThreshold: options.outOfLineThreshold,
     requestTimeout: options.requestTimeout,
     maxSegmentsInFlight: options.maxSegmentsInFlight,
