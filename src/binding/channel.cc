@@ -879,10 +879,13 @@ class NativeChannel final : public Closable {
   // does not: the read that brings them drains the ring again.
   void DrainRing(Local<Context> context, std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
                  std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX) {
-    if (limit == UINT64_MAX) limit = socket_framed_;
+    // Before a socket frame (an explicit limit) every earlier record must
+    // go first, however many; otherwise the batch is bounded.
+    const bool bounded = limit == UINT64_MAX;
+    if (bounded) limit = socket_framed_;
     rings_->DoneSleeping();
     for (int n = 0;; n++) {
-      if (n >= kMaxRingRecordsPerWake) {
+      if (bounded && n >= kMaxRingRecordsPerWake) {
         // Come back after the rest of the loop has had its turn.
         EventFdSignal(rings_->inbound_wake_fd());
         return;
