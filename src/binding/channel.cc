@@ -894,6 +894,7 @@ class NativeChannel final : public Closable {
       size_t size = 0;
       switch (rings_->Read(limit, &frames, &size)) {
         case RingTransport::ReadStatus::kRecord: {
+          counters_.bytes_in += static_cast<double>(size);
           delivering_ring_ = true;
           const FramingError fe = ring_frames_.Push(frames, size, [&](const FrameReader::Frame& f) {
             rings_->messages_in++;
