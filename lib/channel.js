@@ -849,6 +849,8 @@ class Channel extends EventEmitter {
     if (this._state === 'closed') return;
     if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_FRAME_TRUNCATED') {
       this._finish('truncated', err);
+    } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_RING_CORRUPT') {
+      this._finish('protocol-error', err);
     } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_OUT_OF_MEMORY') {
       this._finish('error', err);
     } else if (err !== undefined) {
