@@ -86,6 +86,10 @@ function fork(modulePath, args, options) {
       "must be one of: undefined, 'json', 'advanced'");
   }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
+  // Checked before the child exists, so a bad value leaves no child behind.
+  if (options.rings !== undefined && options.rings !== 'auto' && options.rings !== 'never') {
+    throw invalidArg('rings must be "auto" or "never"');
+  }
 
   let execArgv = options.execArgv || process.execArgv;
   if (execArgv === process.execArgv && process._eval != null) {

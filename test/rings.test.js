@@ -68,7 +68,7 @@ function cpuTicks(pid) {
   return Number(fields[11]) + Number(fields[12]);  // utime + stime
 }
 
-test('a procwire child uses rings both ways; rings: "never" and a plain child do not', { ...TIMEOUT, skip }, async (t) => {
+test('a procwire child uses rings both ways; rings: "never" turns them off', { ...TIMEOUT, skip }, async (t) => {
   const { channel } = await forkPeer(t);
   for (let i = 0; i < 100; i++) channel.send(i);
   let n = 0;

@@ -1,6 +1,7 @@
 #include "ring_transport.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,6 +79,13 @@ int RingTransport::AttachInbound(int ring_fd, int wake_fd) {
   if (reader_ != nullptr) {
     CloseIfOpen(wake_fd);
     return -EALREADY;
+  }
+  // Only the size this version makes: Attach maps (and faults in) the whole
+  // ring, which must not be the peer's choice, before the hello included.
+  struct stat st;
+  if (fstat(ring_fd, &st) != 0 || st.st_size != static_cast<off_t>(kRingHeaderSize + kChannelRingCapacity)) {
+    CloseIfOpen(wake_fd);
+    return -EPROTO;
   }
   const int err = in_map_.Attach(ring_fd);
   if (err != 0) {
