@@ -86,7 +86,7 @@ echo "== building fuzzer $fuzz_dir/framer_fuzz"
 clang++ -std=c++17 -O1 -g -Wall -Wextra -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$root/src/core" \
-  "$root/fuzz/framer_fuzz.cc" "$root/src/core/frame_reader.cc" \
+  "$root/fuzz/framer_fuzz.cc" "$root/src/core/frame_reader.cc" "$root/src/core/v8_scan.cc" \
   -o "$fuzz_dir/framer_fuzz"
 
 # A scratch copy, refreshed each run: new inputs land here, not in fuzz/.
