@@ -206,6 +206,8 @@ export declare class Channel extends EventEmitter {
   readonly serialization: Serialization;
   readonly maxMessageSize: number;
   readonly highWaterMark: number;
+  /** Requests answered by respond() at once (see ChannelOptions). */
+  readonly maxConcurrentRequests: number;
   readonly transport: 'fork' | 'unix' | 'tcp' | 'tls' | 'nats' | 'socket';
   /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
   readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
