@@ -222,6 +222,8 @@ export declare class Channel extends EventEmitter {
   readonly highWaterMark: number;
   readonly maxQueuedBytes: number;
   readonly requestTimeout: number;
+  /** Requests answered by respond() at once (see ChannelOptions). */
+  readonly maxConcurrentRequests: number;
   readonly transport: 'fork' | 'unix' | 'tcp' | 'tls' | 'nats' | 'socket';
   /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
   readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
