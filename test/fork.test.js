@@ -220,7 +220,10 @@ test("stdio: 'ipc' keeps its position; stdio arrays, strings and silent as Node"
     try {
       obs.a = a.stdio.map((s) => (s === null ? null : 'stream'));
       a.send({ op: 'info' });
-      obs.aFd = (await nextMessage(a)).message.channelFd;
+      const info = (await nextMessage(a)).message;
+      obs.aFd = info.channelFd;
+      obs.nodeOptions = info.nodeOptions === undefined ? 'unset' : info.nodeOptions;
+      obs.channelEnv = info.channelEnv;
     } finally {
       await stop(a);
     }
