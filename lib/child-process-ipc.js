@@ -165,9 +165,14 @@ function prepareSend(type, message, handle, options, protocol) {
       }
       if (!options.keepOpen) {
         // The peer owns the connection from now on: this end stops reading
-        // at once (bytes it read would be lost to the peer) and lets the
-        // socket go when the peer acknowledges it.
+        // at once, so bytes that arrive meanwhile stay in the kernel for the
+        // peer (Node's own fork reads and drops them until the ACK), and
+        // lets the socket go when the peer acknowledges it.
         handle.pause();
+        if (typeof raw.readStop === 'function' && raw.reading !== false) {
+          raw.reading = false;
+          raw.readStop();
+        }
         handle.setTimeout(0);
         return { fd, release: () => handle.destroy() };
       }
