@@ -94,11 +94,9 @@ function fork(modulePath, args, options) {
 
   const childMode = options.child === undefined ? defaultChildMode(options) : options.child;
   if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
-  // Where the child is Node's (a drop-in), the default is Node's: json, with
-  // advanced opt-in as there. A procwire child is procwire's own API on both
-  // ends, which defaults to advanced (Buffers, Maps, shared memory).
-  const serialization = options.serialization === undefined
-    ? (childMode === 'procwire' ? 'advanced' : 'json') : options.serialization;
+  // Node's default is json; advanced is opt-in, as there (in every child
+  // mode, so switching modes never changes what a message may hold).
+  const serialization = options.serialization === undefined ? 'json' : options.serialization;
   if (serialization !== 'json' && serialization !== 'advanced') {
     throw nodeError('ERR_INVALID_ARG_VALUE', 'options.serialization', options.serialization,
       "must be one of: undefined, 'json', 'advanced'");
