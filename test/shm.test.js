@@ -4,7 +4,6 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const childProcess = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
@@ -31,10 +30,6 @@ if (process.argv[2] === 'child') {
 }
 
 const MiB = 1 << 20;
-
-function uniqueName() {
-  return `shm-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
-}
 
 function openFds() {
   return fs.readdirSync('/proc/self/fd').length;
