@@ -32,14 +32,17 @@
 // published in order after it reconnects; what was already handed to the
 // failed connection may be lost.
 
-const EventEmitter = require('events');
-const { Channel } = require('./channel');
-const codecs = require('./codec');
-const { makeError } = require('./errors');
-const { invalidArg, validateObject, validateSize, validateSerialization } = require('./validate');
+const { Channel } = require('../channel');
+const codecs = require('../codec');
+const { makeError } = require('../errors');
+const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
+const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
+const { capabilities } = require('./contract');
+const { ServerBase, listenArguments } = require('./server');
 
-const REQUEST = 'NODE_PROCWIRE_REQ';
-const RESPONSE = 'NODE_PROCWIRE_RES';
+// Requests and replies ride on NATS's own request subjects (writeRequest /
+// writeResponse), not on procwire's request messages.
+const CAPABILITIES = capabilities({ requests: true });
 const CTL = 'Procwire';             // control header: hello, bye, ping, pong
 const ERROR_HEADER = 'Procwire-Error';
 const DEFAULT_PREFIX = '_PROCWIRE';
@@ -205,6 +208,7 @@ class NatsHandle {
     this.maxMessageSize = options.maxMessageSize;
     this.heartbeat = options.heartbeat;
     this.peerTimeout = options.peerTimeout;
+    this.capabilities = CAPABILITIES;
     this.cb = null;
     this.owner = null;
     this.closed = false;
@@ -249,26 +253,34 @@ class NatsHandle {
   // ---- NativeChannel interface ----
 
   write(value) {
-    let entry;
-    if (typeof value === 'object' && value !== null && value.cmd === REQUEST && this.peer !== null) {
-      entry = { subject: this.peer, payload: this._encode(value.body), reply: `${this.subject}.r.${value.id}`, headers: undefined };
-    } else if (typeof value === 'object' && value !== null && value.cmd === RESPONSE) {
-      const reply = this.inbound.get(value.id);
-      let payload;
-      let headers;
-      if (value.ok) {
-        payload = this._encode(value.body);       // throws (coded) before anything changes
-      } else {
-        payload = Buffer.from(JSON.stringify(value.error || {}));
-        headers = headersWith(ERROR_HEADER, '1');
-      }
-      if (reply === undefined) return this.pushed;
-      this.inbound.delete(value.id);
-      entry = { subject: reply, payload, reply: undefined, headers };
+    this._queue({ subject: this.peer, payload: this._encode(value), reply: undefined, headers: undefined });
+    return this.pushed;
+  }
+
+  // Capability `requests`: the request goes out with a reply subject that
+  // carries its id.
+  writeRequest(id, body) {
+    const payload = this._encode(body);
+    if (this.peer === null) return this.pushed;
+    this._queue({ subject: this.peer, payload, reply: `${this.subject}.r.${id}`, headers: undefined });
+    return this.pushed;
+  }
+
+  // A reply to the inbound request `id`: its body, or (not ok) the
+  // responder's serialized error under the error header.
+  writeResponse(id, ok, bodyOrError) {
+    const reply = this.inbound.get(id);
+    let payload;
+    let headers;
+    if (ok) {
+      payload = this._encode(bodyOrError);       // throws (coded) before anything changes
     } else {
-      entry = { subject: this.peer, payload: this._encode(value), reply: undefined, headers: undefined };
+      payload = Buffer.from(JSON.stringify(bodyOrError || {}));
+      headers = headersWith(ERROR_HEADER, '1');
     }
-    this._queue(entry);
+    if (reply === undefined) return this.pushed;
+    this.inbound.delete(id);
+    this._queue({ subject: reply, payload, reply: undefined, headers });
     return this.pushed;
   }
 
@@ -413,11 +425,11 @@ class NatsHandle {
   }
 
   _linkClosed(err) {
-    if (this.closed || !this.owner) {
+    if (this.closed || this.cb === null) {
       if (!this.closed) this.close();
       return;
     }
-    this.owner._finish('error', natsError('ERR_PROCWIRE_NATS', 'NATS connection closed', err));
+    this.cb.onfail(natsError('ERR_PROCWIRE_NATS', 'NATS connection closed', err));
   }
 
   _beat() {
@@ -445,7 +457,7 @@ class NatsHandle {
   _onMessage(err, msg) {
     if (this.closed) return;
     if (err) {
-      if (this.owner) this.owner._emitError(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      if (this.cb !== null) this.cb.onerror(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
     this.lastHeard = Date.now();
@@ -508,7 +520,7 @@ class NatsHandle {
     if (msg.reply) {
       const id = this.nextInbound++;
       this.inbound.set(id, msg.reply);
-      this.cb.onread([{ cmd: REQUEST, id, body: value }], undefined);
+      this.cb.onrequest(id, value);
     } else {
       this.cb.onread([value], undefined);
     }
@@ -519,8 +531,8 @@ class NatsHandle {
     const h = msg.headers;
     if (h !== undefined && h.hasError) {
       // 503: no subscriber for the peer's subject.
-      if (this.owner) {
-        this.owner._settleRequest(id, makeError('ERR_PROCWIRE_PEER_UNREACHABLE',
+      if (this.cb !== null) {
+        this.cb.onrequestfailed(id, makeError('ERR_PROCWIRE_PEER_UNREACHABLE',
           `no subscriber on ${this.peer} (NATS ${h.status})`));
       }
       return;
@@ -528,7 +540,7 @@ class NatsHandle {
     if (h !== undefined && h.get(ERROR_HEADER)) {
       let error;
       try { error = JSON.parse(Buffer.from(msg.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
-      this.cb.onread([{ cmd: RESPONSE, id, ok: false, error }], undefined);
+      this.cb.onresponse(id, false, error);
       return;
     }
     let body;
@@ -536,10 +548,10 @@ class NatsHandle {
       body = this._decode(msg.data);
     } catch (err) {
       this.counts.decodeErrors++;
-      if (this.owner) this.owner._settleRequest(id, err);
+      if (this.cb !== null) this.cb.onrequestfailed(id, err);
       return;
     }
-    this.cb.onread([{ cmd: RESPONSE, id, ok: true, body }], undefined);
+    this.cb.onresponse(id, true, body);
   }
 }
 
@@ -607,7 +619,7 @@ function handleOptions(options, serialization) {
   const heartbeat = validateSize(options.heartbeat, 'heartbeat', DEFAULT_HEARTBEAT, 2 ** 31 - 1);
   return {
     serialization,
-    maxMessageSize: validateSize(options.maxMessageSize, 'maxMessageSize', 256 * 1024 * 1024),
+    maxMessageSize: validateSize(options.maxMessageSize, 'maxMessageSize', DEFAULT_MAX_MESSAGE_SIZE),
     heartbeat,
     peerTimeout: validateSize(options.peerTimeout, 'peerTimeout', heartbeat * 4, 2 ** 31 - 1),
   };
@@ -619,7 +631,7 @@ function newSubject(prefix) {
 
 // ---- listen -----------------------------------------------------------------------
 
-class NatsServer extends EventEmitter {
+class NatsServer extends ServerBase {
   constructor(servers, options) {
     super();
     this._servers = servers;
@@ -631,8 +643,6 @@ class NatsServer extends EventEmitter {
     handleOptions(options, 'advanced');  // validates early
     this._link = null;
     this._sub = null;
-    this._closed = false;
-    this.channels = new Set();
   }
 
   address() {
@@ -669,8 +679,7 @@ class NatsServer extends EventEmitter {
 
   _onHello(err, msg) {
     if (err) {
-      const e = natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err);
-      if (this.listenerCount('error') > 0) this.emit('error', e); else process.emitWarning(e);
+      this._report(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
     if (this._closed) return;
@@ -697,10 +706,7 @@ class NatsServer extends EventEmitter {
     const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
       { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
     channel.subject = subject;
-    handle.owner = channel;
-    this.channels.add(channel);
-    channel.once('close', () => this.channels.delete(channel));
-    this.emit('channel', channel);
+    this._accept(channel);
     try {
       msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
     } catch (e) {
@@ -710,14 +716,9 @@ class NatsServer extends EventEmitter {
     handle.startHeartbeat();
   }
 
-  // Stops taking new channels; open channels stay open (the connection closes
-  // with the last of them).
-  close(callback) {
-    if (this._closed) {
-      if (callback) process.nextTick(callback);
-      return this;
-    }
-    this._closed = true;
+  // close() (ServerBase) stops taking new channels; open channels stay open
+  // (the connection closes with the last of them).
+  _stop() {
     if (this._sub) {
       try { this._sub.unsubscribe(); } catch { /* closed */ }
     }
@@ -725,28 +726,13 @@ class NatsServer extends EventEmitter {
       this._link.listeners.delete(this._onStatus);
       this._link.release();
     }
-    process.nextTick(() => {
-      this.emit('close');
-      if (callback) callback();
-    });
-    return this;
   }
-
-  ref() { return this; }
-  unref() { return this; }
 }
 
 function listen(target, options, onChannel) {
-  if (typeof options === 'function') {
-    onChannel = options;
-    options = undefined;
-  }
-  options = validateObject(options, 'options');
+  ({ options, onChannel } = listenArguments(options, onChannel));
   const server = new NatsServer(serversFor(target, options), options);
-  if (onChannel !== undefined) {
-    if (typeof onChannel !== 'function') throw invalidArg('onChannel must be a function');
-    server.on('channel', onChannel);
-  }
+  if (onChannel !== undefined) server.on('channel', onChannel);
   server.ready = new Promise((resolve, reject) => {
     server._start().then(() => {
       if (!server._closed) server.emit('listening');
@@ -817,7 +803,6 @@ async function connect(target, options) {
   handle.peer = peer;
   const channel = new NatsChannel(null, channelOptions(options, serialization, handle, { subject: peer }));
   channel.subject = own;
-  handle.owner = channel;
   handle.startHeartbeat();
   return channel;
 }

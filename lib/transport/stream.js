@@ -16,7 +16,7 @@
 // confirmed so far, and onwrite(total) follows each write's callback, which
 // is how backpressure reaches Channel.send().
 
-const { makeError } = require('./errors');
+const { makeError } = require('../errors');
 
 const FORMAT = { advanced: 0, json: 1 };
 const HEAD = 9;
@@ -42,7 +42,7 @@ function statusOf(err) {
 let defaultBinding = null;
 function loadedBinding() {
   // Required lazily: the fallback binding itself builds on this file.
-  if (defaultBinding === null) defaultBinding = require('./native').binding;
+  if (defaultBinding === null) defaultBinding = require('../native').binding;
   return defaultBinding;
 }
 
