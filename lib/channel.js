@@ -4,7 +4,7 @@
 // file holds policy: backpressure, callbacks, request/reply, lifecycle.
 
 const EventEmitter = require('events');
-const { binding, FORMAT } = require('./native');
+const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
@@ -156,9 +156,9 @@ class Channel extends EventEmitter {
     this._handle = typeof options.createHandle === 'function'
       ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
       : this._segmentCounters === null
-        ? new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+        ? new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold)
-        : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+        : new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
     this._caps = checkHandle(this._handle, this.transport);
     this._handle.owner = this;

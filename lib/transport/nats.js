@@ -375,7 +375,8 @@ class NatsHandle {
 
   _encode(value) {
     const frame = this.codec.encode(value);
-    const payload = this.serialization === 'advanced' ? frame.subarray(4) : frame.subarray(0, frame.length - 1);
+    // NATS frames each message itself: the codec's framing bytes go.
+    const payload = frame.subarray(this.codec.headerBytes, frame.length - this.codec.trailerBytes);
     const info = this.nc.info;
     const limit = info && info.max_payload ? info.max_payload : Infinity;
     if (payload.length > limit) {

@@ -8,8 +8,8 @@
 //     new StreamHandle(socket, callbacks, { serialization, maxMessageSize }) })
 //
 // The frame codec and the framer are parameters (options.encode,
-// options.createFramer); by default they are the loaded binding's (the native
-// addon's, or the pure-JS fallback's), so the same bytes go on the wire.
+// options.createFramer): the TLS backend passes the loaded binding's, the
+// fallback its own, so the same bytes go on the wire.
 //
 // Writes made in one tick are gathered by the Channel into one flush(), which
 // becomes one stream.write(); flush() returns the bytes the stream has
@@ -18,7 +18,8 @@
 
 const { makeError } = require('../errors');
 
-const FORMAT = { advanced: 0, json: 1 };
+const { FORMATS, formatById, framingBytes } = require('../codec/formats');
+const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const HEAD = 9;
 const BUCKETS = 32;
 const EIO = 5;
@@ -39,13 +40,6 @@ function statusOf(err) {
   return -EIO;
 }
 
-let defaultBinding = null;
-function loadedBinding() {
-  // Required lazily: the fallback binding itself builds on this file.
-  if (defaultBinding === null) defaultBinding = require('../native').binding;
-  return defaultBinding;
-}
-
 class StreamHandle {
   // stream: the Duplex, or null when it arrives later through attach() (a
   // connection still being accepted); writes queue until then.
@@ -56,25 +50,25 @@ class StreamHandle {
   //   connecting     true while the stream is still connecting: writes wait,
   //                  and onconnect() runs on its connectEvent
   //   connectEvent   default 'connect' ('secureConnect' for TLS)
-  //   encode(format, value) -> Buffer frame; default the binding's
-  //   createFramer(format, max) -> { push(view[, sizes]), buffering() };
-  //                  default the binding's NativeFramer
+  //   encode(format, value) -> Buffer frame (required)
+  //   createFramer(format, max) -> { push(view[, sizes]), buffering() }
+  //                  (required)
   //   fd             what fd() reports (default the stream's descriptor)
   constructor(stream, callbacks, options = {}) {
     this._cb = callbacks;
     this._format = options.format !== undefined ? options.format
-      : FORMAT[options.serialization === undefined ? 'advanced' : options.serialization];
-    if (this._format !== 0 && this._format !== 1) throw new TypeError('unknown serialization');
-    this._max = options.maxMessageSize === undefined ? 256 * 1024 * 1024 : options.maxMessageSize;
-    if (typeof options.encode === 'function') {
-      this._encode = options.encode;
-    } else {
-      const binding = loadedBinding();
-      this._encode = (format, value) => binding.encode(format, value);
+      : (FORMATS[options.serialization === undefined ? 'advanced' : options.serialization] || {}).id;
+    if (formatById(this._format).id !== this._format) throw new TypeError('unknown serialization');
+    this._framingBytes = framingBytes(formatById(this._format));
+    this._max = options.maxMessageSize === undefined ? DEFAULT_MAX_MESSAGE_SIZE : options.maxMessageSize;
+    // The codec and framer are always given (no default from lib/native.js:
+    // the fallback binding builds on this file, and a default would make an
+    // import cycle).
+    if (typeof options.encode !== 'function' || typeof options.createFramer !== 'function') {
+      throw new TypeError('StreamHandle needs options.encode and options.createFramer');
     }
-    this._framer = typeof options.createFramer === 'function'
-      ? options.createFramer(this._format, this._max)
-      : new (loadedBinding().NativeFramer)(this._format, this._max);
+    this._encode = options.encode;
+    this._framer = options.createFramer(this._format, this._max);
     this._connecting = Boolean(options.connecting);
     this._connectEvent = options.connectEvent || 'connect';
     this._fd = options.fd;
@@ -186,7 +180,7 @@ class StreamHandle {
   // is refused before anything is queued, as by the addon.
   write(value) {
     const frame = this._encode(this._format, value);
-    const payload = frame.length - (this._format === 1 ? 1 : 4);
+    const payload = frame.length - this._framingBytes;
     if (payload > this._max) {
       throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
         `message of ${payload} bytes exceeds maxMessageSize (${this._max} bytes); nothing was sent`);

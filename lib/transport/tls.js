@@ -10,11 +10,22 @@ const tls = require('tls');
 const { Channel } = require('../channel');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
+const { binding } = require('../native');
 const { StreamHandle } = require('./stream');
 const {
   Server, resolveAddress, secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
 } = require('./socket');
 const { listenArguments, setReady } = require('./server');
+
+// The TLS socket through StreamHandle, with the loaded binding's codec and
+// framer (the addon's, or the fallback's): the same bytes on the wire.
+function tlsHandle(socket, callbacks, options) {
+  return new StreamHandle(socket, callbacks, {
+    ...options,
+    encode: (format, value) => binding.encode(format, value),
+    createFramer: (format, max) => new binding.NativeFramer(format, max),
+  });
+}
 
 class TlsServer extends Server {
   // TCP with TLS: node:tls does the encryption, so the channel runs over the
@@ -50,7 +61,7 @@ class TlsServer extends Server {
     const peer = { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized };
     this._admit(new Channel(null, {
       ...channelOptions(this._options, this._address), transport: 'tls', peer,
-      createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
+      createHandle: (callbacks, o) => tlsHandle(socket, callbacks, o),
     }));
   }
 
@@ -115,7 +126,7 @@ async function connect(target, options) {
   const channel = new Channel(null, {
     ...channelOptions(options, address), transport: 'tls',
     peer: { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized },
-    createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
+    createHandle: (callbacks, o) => tlsHandle(socket, callbacks, o),
   });
   const left = helloTimeout > 0 ? Math.max(1, helloTimeout - (Date.now() - started)) : 0;
   await authenticateClient(channel, secret, address, left);
