@@ -10,6 +10,7 @@ const codec = require('./codec');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
 const { checkHandle } = require('./transport/contract');
+const { publicStats } = require('./stats');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -60,16 +61,6 @@ const OUT_OF_LINE_MODES = ['auto', 'always', 'never'];
 // user messages (isInternal, lib/protocol.js).
 const REQUEST = CMD.REQUEST;
 const RESPONSE = CMD.RESPONSE;
-
-function histogram(counts) {
-  const out = [];
-  for (let i = 0; i < counts.length; i++) {
-    if (counts[i] === 0) continue;
-    // Bucket i holds sizes in [2^i, 2^(i+1)) (bucket 0 also holds 0 and 1).
-    out.push({ min: i === 0 ? 0 : 2 ** i, max: 2 ** (i + 1) - 1, count: counts[i] });
-  }
-  return out;
-}
 
 function flushTick(channel) {
   channel._flush();
@@ -482,31 +473,11 @@ class Channel extends EventEmitter {
 
   stats() {
     if (this._state === 'closed') return this._finalStats || null;
-    const s = this._handle.stats();
-    const head = 9;
-    return {
-      messagesIn: s[0],
-      messagesOut: s[1],
-      bytesIn: s[2],
-      bytesOut: s[3],
-      queuedBytes: s[4],
-      writeCalls: s[5],
-      readCalls: s[6],
-      decodeErrors: s[7],
-      bufferedBytes: s[8],
+    return publicStats(this._handle.stats(), {
       pendingRequests: this._requests.size,
-      outOfLine: {
-        // On when both ends can: this end allows it and the peer said so.
-        enabled: this.outOfLine !== 'never' && this._peerTakesSegments,
-        messagesOut: s[73] || 0,
-        bytesOut: s[74] || 0,
-        messagesIn: s[75] || 0,
-        bytesIn: s[76] || 0,
-      },
-      // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
-      // IPC.MessageSize histogram.
-      histogram: { in: histogram(s.slice(head, head + 32)), out: histogram(s.slice(head + 32, head + 64)) },
-    };
+      // On when both ends can: this end allows it and the peer said so.
+      outOfLineEnabled: this.outOfLine !== 'never' && this._peerTakesSegments,
+    });
   }
 
   // ---- internals ----------------------------------------------------------

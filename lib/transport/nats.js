@@ -38,6 +38,7 @@ const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const { capabilities } = require('./contract');
+const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
 const { ServerBase, listenArguments } = require('./server');
 
 // Requests and replies ride on NATS's own request subjects (writeRequest /
@@ -49,7 +50,6 @@ const DEFAULT_PREFIX = '_PROCWIRE';
 const DEFAULT_QUEUE = 'procwire';
 const DEFAULT_HELLO_TIMEOUT = 5000;
 const DEFAULT_HEARTBEAT = 5000;
-const HIST = 32;
 const RETRYABLE = new Set(['ERR_PROCWIRE_REQUEST_TIMEOUT', 'ERR_PROCWIRE_PEER_UNREACHABLE']);
 const DEFAULT_RETRY_DELAY = 100;
 
@@ -225,8 +225,8 @@ class NatsHandle {
     this.lastHeard = Date.now();
     this.hbTimer = null;
     this.counts = { messagesIn: 0, messagesOut: 0, bytesIn: 0, bytesOut: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0 };
-    this.histIn = new Array(HIST).fill(0);
-    this.histOut = new Array(HIST).fill(0);
+    this.histIn = new Array(HISTOGRAM_BUCKETS).fill(0);
+    this.histOut = new Array(HISTOGRAM_BUCKETS).fill(0);
     const onMsg = (err, msg) => this._onMessage(err, msg);
     this.subs = [
       this.nc.subscribe(subject, { callback: onMsg }),
@@ -355,11 +355,24 @@ class NatsHandle {
     this.link.release();
   }
 
+  // The stats array of lib/stats.js.
   stats() {
     const c = this.counts;
-    const buffered = this.inbox.reduce((n, m) => n + m.data.length, 0);
-    return [c.messagesIn, c.messagesOut, c.bytesIn, c.bytesOut, this.pushed - this.written, c.writeCalls,
-      c.readCalls, c.decodeErrors, buffered, ...this.histIn, ...this.histOut];
+    const out = newStats();
+    out[STATS.messagesIn] = c.messagesIn;
+    out[STATS.messagesOut] = c.messagesOut;
+    out[STATS.bytesIn] = c.bytesIn;
+    out[STATS.bytesOut] = c.bytesOut;
+    out[STATS.queuedBytes] = this.pushed - this.written;
+    out[STATS.writeCalls] = c.writeCalls;
+    out[STATS.readCalls] = c.readCalls;
+    out[STATS.decodeErrors] = c.decodeErrors;
+    out[STATS.bufferedBytes] = this.inbox.reduce((n, m) => n + m.data.length, 0);
+    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
+      out[STATS.histogramIn + i] = this.histIn[i];
+      out[STATS.histogramOut + i] = this.histOut[i];
+    }
+    return out;
   }
 
   // ---- internals ----
@@ -392,7 +405,7 @@ class NatsHandle {
     this.pushed += n;
     this.counts.messagesOut++;
     this.counts.bytesOut += n;
-    this.histOut[bucket(n)]++;
+    this.histOut[sizeBucket(n)]++;
   }
 
   // Bytes count as written once the server has them: one PING/PONG (nc.flush)
@@ -495,7 +508,7 @@ class NatsHandle {
     c.readCalls++;
     c.messagesIn++;
     c.bytesIn += data.length;
-    this.histIn[bucket(data.length)]++;
+    this.histIn[sizeBucket(data.length)]++;
     if (msg.subject !== this.subject) {
       this._onReply(msg);
       return;
@@ -554,10 +567,6 @@ class NatsHandle {
     }
     this.cb.onresponse(id, true, body);
   }
-}
-
-function bucket(n) {
-  return n < 2 ? 0 : Math.min(HIST - 1, 31 - Math.clz32(n));
 }
 
 // ---- the channel ----------------------------------------------------------------

@@ -20,15 +20,8 @@ const { makeError } = require('../errors');
 
 const { FORMATS, formatById, framingBytes } = require('../codec/formats');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
-const HEAD = 9;
-const BUCKETS = 32;
+const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
 const EIO = 5;
-
-function sizeBucket(size) {
-  if (size <= 1) return 0;
-  const b = size < 2 ** 32 ? 31 - Math.clz32(size) : Math.floor(Math.log2(size));
-  return b >= BUCKETS ? BUCKETS - 1 : b;
-}
 
 // -errno for a stream error: Node's system errors carry a negative errno.
 function statusOf(err) {
@@ -85,8 +78,8 @@ class StreamHandle {
     this._counters = {
       messagesIn: 0, messagesOut: 0, bytesIn: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0,
     };
-    this._histogramIn = new Array(BUCKETS).fill(0);
-    this._histogramOut = new Array(BUCKETS).fill(0);
+    this._histogramIn = new Array(HISTOGRAM_BUCKETS).fill(0);
+    this._histogramOut = new Array(HISTOGRAM_BUCKETS).fill(0);
     this._listeners = null;
     if (stream !== null && stream !== undefined) this.attach(stream);
   }
@@ -289,23 +282,22 @@ class StreamHandle {
     if (this._stream !== null && !this._closed) this._stream.end();
   }
 
-  // [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes, writeCalls,
-  //  readCalls, decodeErrors, bufferedBytes, ...histogramIn, ...histogramOut]
+  // The stats array of lib/stats.js (nothing goes out of line here).
   stats() {
     const c = this._counters;
-    const out = new Array(HEAD + 2 * BUCKETS);
-    out[0] = c.messagesIn;
-    out[1] = c.messagesOut;
-    out[2] = c.bytesIn;
-    out[3] = this._written;
-    out[4] = this._pushed - this._written;
-    out[5] = c.writeCalls;
-    out[6] = c.readCalls;
-    out[7] = c.decodeErrors;
-    out[8] = this._framer.buffering();
-    for (let i = 0; i < BUCKETS; i++) {
-      out[HEAD + i] = this._histogramIn[i];
-      out[HEAD + BUCKETS + i] = this._histogramOut[i];
+    const out = newStats();
+    out[STATS.messagesIn] = c.messagesIn;
+    out[STATS.messagesOut] = c.messagesOut;
+    out[STATS.bytesIn] = c.bytesIn;
+    out[STATS.bytesOut] = this._written;
+    out[STATS.queuedBytes] = this._pushed - this._written;
+    out[STATS.writeCalls] = c.writeCalls;
+    out[STATS.readCalls] = c.readCalls;
+    out[STATS.decodeErrors] = c.decodeErrors;
+    out[STATS.bufferedBytes] = this._framer.buffering();
+    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
+      out[STATS.histogramIn + i] = this._histogramIn[i];
+      out[STATS.histogramOut + i] = this._histogramOut[i];
     }
     return out;
   }
@@ -317,4 +309,4 @@ class StreamHandle {
   }
 }
 
-module.exports = { StreamHandle, sizeBucket };
+module.exports = { StreamHandle };
