@@ -31,7 +31,7 @@ const ObjectDefineProperty = Object.defineProperty;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const {
-  TypedArrayPrototype, typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
+  typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
   dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
 } = require('./views');
 const isNativeError = util.types.isNativeError;

@@ -36,7 +36,7 @@ const { Channel } = require('../channel');
 const codecs = require('../codec');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
-const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
+const { DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_HELLO_TIMEOUT, NATS_CONTROL_HEADER, NATS_ERROR_HEADER } = require('../protocol');
 const { capabilities } = require('./contract');
 const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
 const { ServerBase, listenArguments } = require('./server');
@@ -44,11 +44,11 @@ const { ServerBase, listenArguments } = require('./server');
 // Requests and replies ride on NATS's own request subjects (writeRequest /
 // writeResponse), not on procwire's request messages.
 const CAPABILITIES = capabilities({ requests: true });
-const CTL = 'Procwire';             // control header: hello, bye, ping, pong
-const ERROR_HEADER = 'Procwire-Error';
+// Control header (hello, bye, ping, pong) and error-reply header.
+const CTL = NATS_CONTROL_HEADER;
+const ERROR_HEADER = NATS_ERROR_HEADER;
 const DEFAULT_PREFIX = '_PROCWIRE';
 const DEFAULT_QUEUE = 'procwire';
-const DEFAULT_HELLO_TIMEOUT = 5000;
 const DEFAULT_HEARTBEAT = 5000;
 const RETRYABLE = new Set(['ERR_PROCWIRE_REQUEST_TIMEOUT', 'ERR_PROCWIRE_PEER_UNREACHABLE']);
 const DEFAULT_RETRY_DELAY = 100;
@@ -328,8 +328,6 @@ class NatsHandle {
     const s = this._socket();
     if (s) s.unref();
   }
-
-  shutdownWrite() {}
 
   close() {
     if (this.closed) return;

@@ -15,8 +15,8 @@ const { makeError, systemError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const auth = require('../auth');
 const { ServerBase, listenArguments, setReady } = require('./server');
+const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 
-const DEFAULT_HELLO_TIMEOUT = 5000;
 // Connections a server lets wait for their hello at once; past it the one
 // that has waited longest is closed (and reported as 'reject'), so a crowd of
 // silent peers costs a bounded amount.

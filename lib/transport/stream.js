@@ -21,16 +21,16 @@ const { makeError } = require('../errors');
 const { FORMATS, formatById, framingBytes } = require('../codec/formats');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
-const EIO = 5;
+const { errno } = require('os').constants;
 
 // -errno for a stream error: Node's system errors carry a negative errno.
 function statusOf(err) {
   if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
   if (err && typeof err.code === 'string') {
-    const n = require('os').constants.errno[err.code];
+    const n = errno[err.code];
     if (typeof n === 'number') return -n;
   }
-  return -EIO;
+  return -errno.EIO;
 }
 
 class StreamHandle {
@@ -276,10 +276,6 @@ class StreamHandle {
       stream.off(this._connectEvent, listeners.connect);
     }
     stream.destroy();
-  }
-
-  shutdownWrite() {
-    if (this._stream !== null && !this._closed) this._stream.end();
   }
 
   // The stats array of lib/stats.js (nothing goes out of line here).
