@@ -70,7 +70,7 @@ async function main() {
   else if (mode === 'tls') {
     const { cert } = require(path.join(__dirname, '..', '..', 'bench', 'lib', 'test-cert'));
     channel = await procwire.connect({ port: Number(target), host: '127.0.0.1' }, { tls: { ca: cert } });
-  } else if (mode === 'nats') channel = await procwire.connect(target, { subject, heartbeat: 250 });
+  } else if (mode === 'nats') channel = await procwire.connect(target, { subject, heartbeat: 1000 });
   else throw new Error(`unknown mode ${mode}`);
   channel.on('message', makeLogic((m) => channel.send(m), () => channel.close()));
   channel.respond(async (v) => {

@@ -96,12 +96,12 @@ async function open(transport, options = {}) {
 }
 
 // A listener on a nats-server this process started; the peer connects to
-// the same subject. A short heartbeat makes a killed peer show in a second.
+// the same subject. A short heartbeat makes a killed peer show within seconds.
 async function openNats(serialization) {
   const nats = await natsServer();
   const subject = `conformance.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(nats.url, {
-    subject, serialization, heartbeat: 250, highWaterMark: PROFILES.nats.highWaterMark,
+    subject, serialization, heartbeat: 1000, highWaterMark: PROFILES.nats.highWaterMark,
   });
   await server.ready;
   const gotChannel = new Promise((resolve) => server.once('channel', resolve));
