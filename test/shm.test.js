@@ -178,7 +178,7 @@ test('TCP and plain Node children get the same bytes inline; transfer still deta
   // has not yet written, and 4 MiB takes more than one write.
   fs.writeFileSync(file, "process.on('message', (m) => process.send(m));");
   try {
-    const child = procwire.fork(file, { serialization: 'advanced' });
+    const child = procwire.fork(file, { serialization: 'advanced', child: 'node' });
     const big = crypto.randomBytes(4 * MiB);
     child.send({ big });
     const [m] = await once(child, 'message');
