@@ -11,7 +11,7 @@ const net = require('net');
 const codec = require('./codec');
 const { JsFramer } = require('./framer');
 const sockets = require('./sockets');
-const { StreamHandle } = require('../stream-handle');
+const { StreamHandle } = require('../transport/stream');
 
 function setup(Buffer, makeError) {
   codec.setup(Buffer, makeError);
