@@ -231,6 +231,8 @@ export declare class Channel extends EventEmitter {
   readonly highWaterMark: number;
   readonly maxQueuedBytes: number;
   readonly requestTimeout: number;
+  /** Requests answered by respond() at once (see ChannelOptions). */
+  readonly maxConcurrentRequests: number;
   readonly transport: 'fork' | 'unix' | 'tcp' | 'tls' | 'nats' | 'socket';
   /** Unix peers: from SO_PEERCRED. fork: the child's pid. */
   readonly peer: { pid?: number; uid?: number; gid?: number; mode?: string } | null;
@@ -268,9 +270,11 @@ export type SendHandle = import('node:net').Socket | import('node:net').Server |
 
 export interface ProcwireForkOptions extends ForkOptions, ChannelOptions {
   /**
-   * 'node' (default): plain Node child using process.send, Node's IPC in the child.
-   * 'native': the same unmodified child, its process.send/on('message')/channel/disconnect
-   *   served by procwire's native channel (a preload; cluster workers keep 'node').
+   * 'native' (default where possible): an unmodified child, its process.send/on('message')/
+   *   channel/disconnect served by procwire's native channel (a preload). The default falls back
+   *   to 'node' on the JS fallback, with another execPath, or under the permission model; cluster
+   *   workers keep 'node'.
+   * 'node': plain Node child using process.send, Node's IPC in the child.
    * 'procwire': the child uses require('procwire').parent.
    */
   child?: 'node' | 'native' | 'procwire';
@@ -318,7 +322,7 @@ export interface ListenOptions extends ChannelOptions, AuthOptions {
   backlog?: number;
   /**
    * Connections waiting for their hello at once (default 128); past it the one that has waited
-   * longest is closed and reported as 'reject' (ERR_PROCWIRE_HELLO_TIMEOUT).
+   * longest is closed and reported as 'reject'.
    */
   maxPendingHellos?: number;
   /** Unix sockets: peer uids allowed (SO_PEERCRED). Default: this process's uid only. '*' allows all. */

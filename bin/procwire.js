@@ -28,13 +28,13 @@ function readResults(arg, command) {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read ${file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`);
+    throw new Error(`cannot read ${file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, { cause: err });
   }
   let results;
   try {
     results = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${file} is not JSON: ${err.message}`);
+    throw new Error(`${file} is not JSON: ${err.message}`, { cause: err });
   }
   if (!results || typeof results !== 'object' || !results.suites || typeof results.suites !== 'object') {
     throw new Error(`${file} is not a procwire bench results file (no "suites")`);

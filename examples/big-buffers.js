@@ -13,7 +13,8 @@ const procwire = require('procwire');
 const MiB = 1024 * 1024;
 
 async function main() {
-  const child = procwire.fork(path.join(__dirname, 'children', 'checksum-worker.js'), { child: 'procwire' });
+  const child = procwire.fork(path.join(__dirname, 'children', 'checksum-worker.js'), {
+    child: 'procwire', serialization: 'advanced' });
 
   await child.request({ data: Buffer.alloc(1) });  // The child is up: time only the transfers.
 

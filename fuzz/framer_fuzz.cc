@@ -19,7 +19,12 @@
 //
 // Build (see scripts/test-native.sh):
 //   clang++ -std=c++17 -g -fsanitize=fuzzer,address,undefined \
-//     -Isrc/core fuzz/framer_fuzz.cc src/core/frame_reader.cc -o framer_fuzz
+//     -Isrc/core fuzz/framer_fuzz.cc src/core/frame_reader.cc src/core/v8_scan.cc -o framer_fuzz
+//
+// Every delivered frame is also given to the V8 payload scan
+// (src/core/v8_scan.h), which procwire runs on untrusted payloads before
+// V8 decodes them: it must never read out of bounds, and a limit of
+// UINT64_MAX can never be exceeded.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "frame_reader.h"
+#include "v8_scan.h"
 
 namespace {
 
@@ -121,6 +127,8 @@ void OnFrame(State& st, const FrameReader::Frame& f) {
     FUZZ_CHECK(f.chunk_offset == 0);
   }
   FUZZ_CHECK(f.size == 0 || f.data != nullptr);
+  FUZZ_CHECK(procwire::ScanForOversizedBuffers(f.data, f.size, UINT64_MAX) != procwire::ScanResult::kTooLarge);
+  (void)procwire::ScanForOversizedBuffers(f.data, f.size, 0);
   st.frames.emplace_back(reinterpret_cast<const char*>(f.data), f.size);
   st.delivered_bytes += f.size;
 }

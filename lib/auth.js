@@ -30,10 +30,12 @@
 
 const crypto = require('crypto');
 const fs = require('fs');
+const { CMD, DEFAULT_HELLO_TIMEOUT } = require('./protocol');
+const { makeError } = require('./errors');
 
-const HELLO = 'NODE_PROCWIRE_HELLO';
-const AUTH = 'NODE_PROCWIRE_AUTH';
-const AUTH_FAIL = 'NODE_PROCWIRE_AUTH_FAIL';
+const HELLO = CMD.HELLO;
+const AUTH = CMD.AUTH;
+const AUTH_FAIL = CMD.AUTH_FAIL;
 const VERSION = 2;
 const LABEL = 'procwire-auth-v2';
 // The largest frame payload accepted before the hello completes. A hello or
@@ -42,10 +44,10 @@ const HELLO_MAX_MESSAGE_SIZE = 1024;
 // Frames accepted before the hello completes: the hello, the proof, the
 // segment capability notice, and some slack.
 const HELLO_MAX_MESSAGES = 8;
-const CAPABILITIES = 'NODE_PROCWIRE_CAPS';
+const CAPABILITIES = CMD.CAPABILITIES;
 const NONCE_BYTES = 32;
 const MIN_SECRET_BYTES = 16;
-const DEFAULT_TIMEOUT = 5000;
+const DEFAULT_TIMEOUT = DEFAULT_HELLO_TIMEOUT;
 // How long a failing side waits for its AUTH_FAIL notice to reach the kernel
 // before it destroys the channel anyway; a peer that stopped reading must not
 // hold the failure up.
@@ -54,25 +56,6 @@ const FAIL_FLUSH_LIMIT = 200;
 // and reading it whole would let a hostile file make us allocate freely.
 const MAX_SECRET_FILE_BYTES = 4096;
 const HEX64 = /^[0-9a-f]{64}$/;
-
-// Error codes this module adds to the table in errors.js, as
-// [code, className, base class name, description].
-const NEW_CODES = [
-  ['ERR_PROCWIRE_AUTH_FAILED', 'AuthFailedError', 'Error',
-    'Authentication failed: the peer does not know the shared secret, broke the handshake, closed the ' +
-    'channel before it completed, or a key file is unsafe or unreadable.'],
-  ['ERR_PROCWIRE_HELLO_TIMEOUT', 'HelloTimeoutError', 'Error',
-    'The peer did not complete the authentication handshake within the timeout.'],
-  ['ERR_PROCWIRE_AUTH_REQUIRED', 'AuthRequiredError', 'Error',
-    'Authentication is required but no secret is configured, or the peer sent messages before authenticating.'],
-];
-
-// The codes above only exist in errors.js once they are added to its table;
-// until then a plain Error carrying the code keeps callers' `err.code` checks
-// working. errors.js is required lazily so this module can load on its own.
-function makeError(code, message, cause) {
-  return require('./errors').makeError(code, message, cause);
-}
 
 function invalidArg(message) {
   return makeError('ERR_PROCWIRE_INVALID_ARG', message);
@@ -408,7 +391,6 @@ module.exports = {
   createSecretFile,
   readSecretFile,
   removeSecretFile,
-  NEW_CODES,
   // Exposed for tests and for the lead's integration, not as public API.
   _internal: {
     HELLO, AUTH, AUTH_FAIL, VERSION, computeMac, DEFAULT_TIMEOUT, HELLO_MAX_MESSAGE_SIZE, HELLO_MAX_MESSAGES,

@@ -4,10 +4,13 @@
 // file holds policy: backpressure, callbacks, request/reply, lifecycle.
 
 const EventEmitter = require('events');
-const { binding, FORMAT } = require('./native');
+const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
+const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
+const { checkHandle } = require('./transport/contract');
+const { publicStats } = require('./stats');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -46,33 +49,18 @@ const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
 // alive for ever. Per channel `requestTimeout`, per request `timeout`; 0: none.
 const DEFAULT_REQUEST_TIMEOUT = 30000;
 const MAX_TIMEOUT = 2 ** 31 - 1;
-const SEGMENT_ACK = 'NODE_PROCWIRE_SEGACK';
+const SEGMENT_ACK = CMD.SEGMENT_ACK;
 // Sent first by an end that can receive shared-memory segments; the other end
 // sends out of line only after it arrives.
-const CAPABILITIES = 'NODE_PROCWIRE_CAPS';
+const CAPABILITIES = CMD.CAPABILITIES;
 const OUT_OF_LINE_MODES = ['auto', 'always', 'never'];
-
-const REQUEST = 'NODE_PROCWIRE_REQ';
-const RESPONSE = 'NODE_PROCWIRE_RES';
 
 // Node routes objects whose `cmd` starts with NODE_ to 'internalMessage'
 // (cluster and handle passing use them); procwire does the same, and uses the
 // prefix for its own request/reply so a plain Node peer never sees them as
-// user messages.
-function isInternal(message) {
-  return typeof message === 'object' && message !== null && typeof message.cmd === 'string' &&
-    message.cmd.length > 5 && message.cmd.startsWith('NODE_');
-}
-
-function histogram(counts) {
-  const out = [];
-  for (let i = 0; i < counts.length; i++) {
-    if (counts[i] === 0) continue;
-    // Bucket i holds sizes in [2^i, 2^(i+1)) (bucket 0 also holds 0 and 1).
-    out.push({ min: i === 0 ? 0 : 2 ** i, max: 2 ** (i + 1) - 1, count: counts[i] });
-  }
-  return out;
-}
+// user messages (isInternal, lib/protocol.js).
+const REQUEST = CMD.REQUEST;
+const RESPONSE = CMD.RESPONSE;
 
 function flushTick(channel) {
   channel._flush();
@@ -141,14 +129,17 @@ class Channel extends EventEmitter {
       onwrite: (written) => this._onWritten(written),
       onend: (status, err) => this._onEnd(status, err),
       onconnect: () => this._onConnect(),
+      // The protected interface a backend uses instead of Channel's
+      // internals (lib/transport/contract.js documents each).
+      onrequest: (id, body) => this._answer({ cmd: REQUEST, id, body }),
+      onresponse: (id, ok, bodyOrError) => this._onResponse(id, ok, bodyOrError),
+      onrequestfailed: (id, err) => this._settleRequest(id, err),
+      onerror: (err) => this._emitError(err),
+      onfail: (err) => this._finish('error', err),
     };
     // A transport that is not a socket descriptor (TLS, a message broker, the
-    // pure-JS fallback) supplies its own handle with NativeChannel's interface:
-    // write(value) and writeBuffer(bytes) return total bytes queued; flush()
-    // returns total bytes written (or -errno); readStart/readStop, ref/unref,
-    // close, shutdownWrite, stats() as NativeChannel's; and it calls back
-    // onread(messages, errors), onwrite(written), onend(status, err) and
-    // onconnect().
+    // pure-JS fallback) supplies its own handle through createHandle; every
+    // handle keeps the contract of lib/transport/contract.js.
     // [segment bytes sent, segments sent], written by the addon; with the
     // peer's acknowledgements they give the shared memory in flight.
     this._segmentCounters = this.outOfLine === 'never' ? null : new Float64Array(2);
@@ -158,10 +149,11 @@ class Channel extends EventEmitter {
     this._handle = typeof options.createHandle === 'function'
       ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
       : this._segmentCounters === null
-        ? new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+        ? new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold)
-        : new binding.NativeChannel(fd, FORMAT[this.serialization], this.maxMessageSize,
+        : new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
+    this._caps = checkHandle(this._handle, this.transport);
     this._handle.owner = this;
     this._peerTakesSegments = false;
     // Say what we can receive. Only native channels that may use segments
@@ -177,8 +169,8 @@ class Channel extends EventEmitter {
     if (this._ringsOffered) this._handle.allowRings();
     if (this._canTakeSegments || this._ringsOffered) {
       this._sendInternal(this._ringsOffered
-        ? { cmd: CAPABILITIES, v: 1, segments: this._canTakeSegments, rings: 1 }
-        : { cmd: CAPABILITIES, v: 1, segments: true });
+        ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }
+        : { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true });
     }
     // Handles (descriptors beside a NODE_HANDLE frame) need a unix socket
     // this process reads natively: fork channels and named unix channels.
@@ -406,7 +398,8 @@ class Channel extends EventEmitter {
       }
       this._requests.set(id, entry);
       try {
-        this.send({ cmd: REQUEST, id, body: value });
+        if (this._caps.requests) this._writeRequest(id, value);
+        else this.send({ cmd: REQUEST, id, body: value });
       } catch (err) {
         this._settleRequest(id, err);
       }
@@ -494,34 +487,11 @@ class Channel extends EventEmitter {
 
   stats() {
     if (this._state === 'closed') return this._finalStats || null;
-    const s = this._handle.stats();
-    const head = 9;
-    return {
-      messagesIn: s[0],
-      messagesOut: s[1],
-      bytesIn: s[2],
-      bytesOut: s[3],
-      queuedBytes: s[4],
-      writeCalls: s[5],
-      readCalls: s[6],
-      decodeErrors: s[7],
-      bufferedBytes: s[8],
+    return publicStats(this._handle.stats(), {
       pendingRequests: this._requests.size,
-      outOfLine: {
-        // On when both ends can: this end allows it and the peer said so.
-        enabled: this.outOfLine !== 'never' && this._peerTakesSegments,
-        messagesOut: s[73] || 0,
-        bytesOut: s[74] || 0,
-        messagesIn: s[75] || 0,
-        bytesIn: s[76] || 0,
-      },
-      // Shared-memory rings (procwire peers on one host): on once both
-      // directions are set up; messages that took a ring each way.
-      rings: { enabled: s[77] === 1, messagesOut: s[78] || 0, messagesIn: s[79] || 0 },
-      // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
-      // IPC.MessageSize histogram.
-      histogram: { in: histogram(s.slice(head, head + 32)), out: histogram(s.slice(head + 32, head + 64)) },
-    };
+      // On when both ends can: this end allows it and the peer said so.
+      outOfLineEnabled: this.outOfLine !== 'never' && this._peerTakesSegments,
+    });
   }
 
   // ---- internals ----------------------------------------------------------
@@ -665,7 +635,7 @@ class Channel extends EventEmitter {
 
   _onInternal(message, fd) {
     if (this._handleHook !== null &&
-        (message.cmd === 'NODE_HANDLE' || message.cmd === 'NODE_HANDLE_ACK' || message.cmd === 'NODE_HANDLE_NACK')) {
+        (message.cmd === CMD.HANDLE || message.cmd === CMD.HANDLE_ACK || message.cmd === CMD.HANDLE_NACK)) {
       this._handleHook(message, fd);
       return;
     }
@@ -673,20 +643,7 @@ class Channel extends EventEmitter {
     if (message.cmd === REQUEST) {
       this._answer(message);
     } else if (message.cmd === RESPONSE) {
-      const entry = this._requests.get(message.id);
-      if (entry === undefined) return;  // timed out or aborted already
-      if (message.ok) {
-        this._settleRequest(message.id, null, message.body);
-      } else {
-        const remote = message.error || {};
-        const err = makeError('ERR_PROCWIRE_REMOTE_ERROR',
-          `peer's responder failed: ${remote.message}`, undefined, { remote });
-        if (remote.code === 'ERR_PROCWIRE_NO_RESPONDER') {
-          this._settleRequest(message.id, makeError('ERR_PROCWIRE_NO_RESPONDER', 'peer has no responder'));
-          return;
-        }
-        this._settleRequest(message.id, err);
-      }
+      this._onResponse(message.id, message.ok, message.ok ? message.body : message.error);
     } else if (message.cmd === CAPABILITIES) {
       if (message.segments === true && this._canTakeSegments && !this._peerTakesSegments) {
         this._peerTakesSegments = true;
@@ -712,11 +669,11 @@ class Channel extends EventEmitter {
       this._segmentsAcked += n;
       this._segmentBytesAcked += bytes;
       this._maybeDrain();
-    } else if (message.cmd === 'NODE_HANDLE') {
+    } else if (message.cmd === CMD.HANDLE) {
       // A plain Node peer passed a handle. The descriptor was closed on
       // arrival; refuse in Node's own protocol so the sender does not wait
       // forever, and say so here.
-      this._sendInternal({ cmd: 'NODE_HANDLE_NACK' });
+      this._sendInternal({ cmd: CMD.HANDLE_NACK });
       this._emitError(makeError('ERR_PROCWIRE_HANDLE_UNSUPPORTED',
         `the peer sent a handle; a ${this.transport} channel cannot take handles`));
     } else {
@@ -731,6 +688,23 @@ class Channel extends EventEmitter {
     // Queues the ring set-up frame; the byte count includes it.
     this._pushed = this._handle.enableRings();
     this._scheduleFlush();
+  }
+
+  // The peer's reply: ok with its body, or not with its responder's error
+  // ({ name, message, code, stack }).
+  _onResponse(id, ok, bodyOrError) {
+    if (!this._requests.has(id)) return;  // timed out or aborted already
+    if (ok) {
+      this._settleRequest(id, null, bodyOrError);
+      return;
+    }
+    const remote = bodyOrError || {};
+    if (remote.code === 'ERR_PROCWIRE_NO_RESPONDER') {
+      this._settleRequest(id, makeError('ERR_PROCWIRE_NO_RESPONDER', 'peer has no responder'));
+      return;
+    }
+    this._settleRequest(id, makeError('ERR_PROCWIRE_REMOTE_ERROR',
+      `peer's responder failed: ${remote.message}`, undefined, { remote }));
   }
 
   // The peer broke procwire's control protocol: the channel cannot be
@@ -796,13 +770,13 @@ class Channel extends EventEmitter {
     Promise.resolve(result).then(
       (body) => {
         try {
-          this._sendInternal0({ cmd: RESPONSE, id, ok: true, body });
+          this._sendResponse(id, true, body, true);
         } catch (err) {
           // The reply itself could not be encoded: tell the requester.
-          this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) });
+          this._sendResponse(id, false, serializeError(err));
         }
       },
-      (err) => this._sendInternal({ cmd: RESPONSE, id, ok: false, error: serializeError(err) }))
+      (err) => this._sendResponse(id, false, serializeError(err)))
       .finally(() => this._requestDone());
   }
 
@@ -810,15 +784,34 @@ class Channel extends EventEmitter {
     const held = this._unanswered;
     this._unanswered = [];
     for (const { id } of held) {
-      this._sendInternal({ cmd: RESPONSE, id, ok: false,
-        error: { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' } });
+      this._sendResponse(id, false,
+        { name: 'NoResponderError', message: 'no responder', code: 'ERR_PROCWIRE_NO_RESPONDER' });
     }
   }
 
-  _sendInternal0(message) {
-    if (this._state !== 'open' && this._state !== 'connecting') return;
-    this._pushed = this._handle.write(message);
+  // A request through a backend with native request/reply (capability
+  // `requests`): the same queueing and backpressure as send().
+  _writeRequest(id, body) {
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      throw makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+    }
+    this._pushed = this._handle.writeRequest(id, body);
     this._scheduleFlush();
+  }
+
+  // A reply: ok with its body, or not with a serialized error. rethrow: an
+  // encoding failure of the body is the caller's to handle (it answers with
+  // the error instead); otherwise it goes to 'error'.
+  _sendResponse(id, ok, bodyOrError, rethrow) {
+    if (this._state !== 'open' && this._state !== 'connecting') return;
+    try {
+      this._pushed = this._caps.requests ? this._handle.writeResponse(id, ok, bodyOrError)
+        : this._handle.write(ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
+      this._scheduleFlush();
+    } catch (err) {
+      if (rethrow) throw err;
+      this._emitError(err);
+    }
   }
 
   _settleRequest(id, err, value) {

@@ -19,6 +19,7 @@
 const net = require('net');
 const dgram = require('dgram');
 const EventEmitter = require('events');
+const util = require('util');
 const { nodeError, makeError } = require('./errors');
 const { binding } = require('./native');
 
@@ -164,9 +165,14 @@ function prepareSend(type, message, handle, options, protocol) {
       }
       if (!options.keepOpen) {
         // The peer owns the connection from now on: this end stops reading
-        // at once (bytes it read would be lost to the peer) and lets the
-        // socket go when the peer acknowledges it.
+        // at once, so bytes that arrive meanwhile stay in the kernel for the
+        // peer (Node's own fork reads and drops them until the ACK), and
+        // lets the socket go when the peer acknowledges it.
         handle.pause();
+        if (typeof raw.readStop === 'function' && raw.reading !== false) {
+          raw.reading = false;
+          raw.readStop();
+        }
         handle.setTimeout(0);
         return { fd, release: () => handle.destroy() };
       }
@@ -390,10 +396,12 @@ function nodeFacing(err) {
 function setupChildProcess(child, channel, { legacyChannelAlias, childSide = false }) {
   child.channel = channel;
   if (legacyChannelAlias) {
-    // Node 20-24 keep `_channel` (deprecated, DEP0129) as an alias.
+    // Node 20-24 keep `_channel` as an alias, deprecated (DEP0129) with the
+    // same warning.
+    const message = '_channel is deprecated. Use ChildProcess.channel instead.';
     Object.defineProperty(child, '_channel', {
-      get() { return child.channel; },
-      set(value) { child.channel = value; },
+      get: util.deprecate(() => child.channel, message, 'DEP0129'),
+      set: util.deprecate((value) => { child.channel = value; }, message, 'DEP0129'),
       configurable: true,
       enumerable: false,
     });

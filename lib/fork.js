@@ -45,6 +45,24 @@ function validatedModulePath(modulePath) {
   return text;
 }
 
+// Where the child's own process.send can be served natively without any
+// difference ('native'), that is the default; elsewhere the child keeps
+// Node's IPC ('node'): when this process runs on the JS fallback, when the
+// child runs another binary (whose ABI the addon may not match), and under
+// the permission model (which refuses addons unless allowed, and may refuse
+// reading the preload).
+const PERMISSION_FLAG = /(^|\s)--(experimental-)?permission\b/;
+function defaultChildMode(options) {
+  const { native } = require('./native');
+  if (!native) return 'node';
+  if (options.execPath !== undefined && options.execPath !== process.execPath) return 'node';
+  const execArgv = options.execArgv || process.execArgv;
+  if (execArgv.some((a) => PERMISSION_FLAG.test(a))) return 'node';
+  const env = options.env || process.env;
+  if (typeof env.NODE_OPTIONS === 'string' && PERMISSION_FLAG.test(env.NODE_OPTIONS)) return 'node';
+  return 'native';
+}
+
 // Node's stdioStringToArray(stdio, 'ipc').
 function stdioFromString(stdio) {
   switch (stdio) {
@@ -74,13 +92,11 @@ function fork(modulePath, args, options) {
   // A drop-in never runs the child through a shell, as Node's fork.
   options = { ...options, shell: false };
 
-  const childMode = options.child === undefined ? 'node' : options.child;
+  const childMode = options.child === undefined ? defaultChildMode(options) : options.child;
   if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
-  // Where the child is Node's (a drop-in), the default is Node's: json, with
-  // advanced opt-in as there. A procwire child is procwire's own API on both
-  // ends, which defaults to advanced (Buffers, Maps, shared memory).
-  const serialization = options.serialization === undefined
-    ? (childMode === 'procwire' ? 'advanced' : 'json') : options.serialization;
+  // Node's default is json; advanced is opt-in, as there (in every child
+  // mode, so switching modes never changes what a message may hold).
+  const serialization = options.serialization === undefined ? 'json' : options.serialization;
   if (serialization !== 'json' && serialization !== 'advanced') {
     throw nodeError('ERR_INVALID_ARG_VALUE', 'options.serialization', options.serialization,
       "must be one of: undefined, 'json', 'advanced'");

@@ -2,7 +2,8 @@
 // procwire.Framer: a byte stream in, whole decoded messages out, one native
 // call per chunk.
 
-const { binding, FORMAT } = require('./native');
+const { binding } = require('./native');
+const { codecFor } = require('./codec');
 const { makeError } = require('./errors');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize,
@@ -26,7 +27,7 @@ class Framer {
       throw invalidArg('options.onError must be a function');
     }
     this.#onError = options.onError;
-    this.#native = new binding.NativeFramer(FORMAT[serialization], max);
+    this.#native = new binding.NativeFramer(codecFor(serialization).id, max);
     this.serialization = serialization;
     this.maxMessageSize = max;
   }

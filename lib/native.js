@@ -70,11 +70,8 @@ if (!loaded.native) {
     { code: 'PROCWIRE_FALLBACK' });
 }
 
-const FORMAT = { advanced: 0, json: 1 };
-
 module.exports = {
   binding,
-  FORMAT,
   // true: the C++ addon (prebuilt or built); false: lib/fallback/binding.js.
   native: loaded.native,
   // The addon file in use (null for the fallback), and why the fallback is.

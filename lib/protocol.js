@@ -34,6 +34,10 @@ const MAX_SEGMENTS_PER_FRAME = 64;
 // Largest message by default, on every path (inline, segments, transfer).
 const DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024;
 
+// How long a peer has to complete its hello (the authentication handshake,
+// or NATS's channel hello) by default, in ms.
+const DEFAULT_HELLO_TIMEOUT = 5000;
+
 // Header names of the NATS transport.
 const NATS_CONTROL_HEADER = 'Procwire';
 const NATS_ERROR_HEADER = 'Procwire-Error';
@@ -51,6 +55,7 @@ module.exports = {
   SEGMENTS_CONTROL_BYTE,
   MAX_SEGMENTS_PER_FRAME,
   DEFAULT_MAX_MESSAGE_SIZE,
+  DEFAULT_HELLO_TIMEOUT,
   NATS_CONTROL_HEADER,
   NATS_ERROR_HEADER,
   isInternal,

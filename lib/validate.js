@@ -2,10 +2,9 @@
 // Argument checks shared by the API. The addon CHECKs what these promise.
 
 const { makeError } = require('./errors');
-
-const SERIALIZATIONS = ['advanced', 'json'];
+const { codecFor, codecNames } = require('./codec');
 // Chromium's limit for one IPC message, and procwire's default.
-const DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024;
+const { DEFAULT_MAX_MESSAGE_SIZE } = require('./protocol');
 // The largest length a u32 header can state.
 const MAX_FRAME_PAYLOAD = 0xffffffff;
 
@@ -15,8 +14,8 @@ function invalidArg(message) {
 
 function validateSerialization(value, name = 'serialization') {
   if (value === undefined) return 'advanced';
-  if (!SERIALIZATIONS.includes(value)) {
-    throw invalidArg(`${name} must be "advanced" or "json", got ${String(value)}`);
+  if (typeof value !== 'string' || codecFor(value) === undefined) {
+    throw invalidArg(`${name} must be ${codecNames().map((n) => `"${n}"`).join(' or ')}, got ${String(value)}`);
   }
   return value;
 }

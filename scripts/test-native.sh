@@ -125,7 +125,7 @@ run_fuzzer() {
   echo "$name fuzzer: ${execs:-?} executions, corpus $(ls "$work_corpus" | wc -l) inputs (log: $log)"
 }
 
-run_fuzzer framer FrameReader "$root/src/core/frame_reader.cc"
+run_fuzzer framer "FrameReader and the V8 payload scan" "$root/src/core/frame_reader.cc" "$root/src/core/v8_scan.cc"
 run_fuzzer ring "the shared-memory ring's reader and writer" "$root/src/core/ring.cc"
 
 echo "== native tests passed"

@@ -13,7 +13,7 @@ const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
 const {
-  authenticate, resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile, NEW_CODES,
+  authenticate, resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile,
   _internal: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac },
 } = require('../lib/auth');
 
@@ -377,17 +377,6 @@ test('resolveSecret(): option, environment fallback, minimum length', () => {
     assert.throws(() => resolveSecret({}, 'connect'), { code: 'ERR_PROCWIRE_INVALID_ARG', message: /PROCWIRE_SECRET/ });
   } finally {
     if (saved === undefined) delete process.env.PROCWIRE_SECRET; else process.env.PROCWIRE_SECRET = saved;
-  }
-});
-
-test('NEW_CODES lists the three new codes in the errors.js table shape', () => {
-  assert.deepStrictEqual(NEW_CODES.map((e) => e[0]),
-    ['ERR_PROCWIRE_AUTH_FAILED', 'ERR_PROCWIRE_HELLO_TIMEOUT', 'ERR_PROCWIRE_AUTH_REQUIRED']);
-  for (const [code, className, base, description] of NEW_CODES) {
-    assert.match(code, /^ERR_PROCWIRE_[A-Z_]+$/);
-    assert.match(className, /^[A-Z][A-Za-z]+Error$/);
-    assert.strictEqual(base, 'Error');
-    assert.ok(description.length > 20 && description.endsWith('.'));
   }
 });
 

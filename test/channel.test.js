@@ -117,7 +117,7 @@ test('named channels live in a private directory; sockets are 0600', { skip: !pr
     p.close();
   }
   // close() removes the socket file.
-  assert.strictEqual(fs.existsSync(path.join(procwire.Server.prototype && require('../lib/net').channelDirectory(), `${p.name}.sock`)), false);
+  assert.strictEqual(fs.existsSync(path.join(procwire.Server.prototype && require('../lib/transport/socket').channelDirectory(), `${p.name}.sock`)), false);
 });
 
 test('a peer whose uid is not allowed is rejected, and the server keeps serving', async () => {

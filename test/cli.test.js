@@ -121,6 +121,8 @@ test('off a terminal a bench run prints plain progress lines, and report re-rend
   assert.strictEqual(r.status, 0, r.stderr);
   const lines = r.stderr.split('\n').filter((l) => /^\[\s*\d+% +\d+s\] codec: /.test(l));
   assert.ok(lines.length >= 4, `progress lines:\n${r.stderr}`);
+  // The escape character is the point of this check.
+  // eslint-disable-next-line no-control-regex
   assert.ok(!/[\r\x1b]/.test(r.stderr), 'no carriage returns or escape sequences off a terminal');
   assert.match(r.stdout, /### Codec/);
   for (const f of ['results.json', 'results.md', 'codec.svg']) assert.ok(fs.existsSync(path.join(out, f)), f);

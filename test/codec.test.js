@@ -28,16 +28,14 @@ function assertSameBytes(actual, expected, what) {
 }
 
 function assertCoded(fn, code, what) {
-  let threw = false;
   try {
     fn();
   } catch (err) {
-    threw = true;
     if (code instanceof RegExp) assert.match(String(err && err.code), code, `${what}: ${err && err.stack}`);
     else assert.strictEqual(err && err.code, code, `${what}: got ${err && err.stack}`);
     return err;
   }
-  assert.ok(threw, `${what}: did not throw`);
+  assert.fail(`${what}: did not throw`);
 }
 
 // Two decoded values mean the same when their meaning bytes (corpus.js) are
@@ -146,10 +144,10 @@ describe('advanced: decode both ways', () => {
       Object.defineProperty(port1, 'g', { get() { getterCalls++; return 42; }, enumerable: true, configurable: true });
       Object.defineProperty(port1, '7', { value: 'seven', enumerable: true, configurable: true });
       Object.defineProperty(port1, 'hidden', { value: 'no', enumerable: false, configurable: true });
-      Object.defineProperty(Object.prototype, 'foo', { // eslint-disable-line no-extend-native
+      Object.defineProperty(Object.prototype, 'foo', {
         set() { setterCalls++; }, get() { return 'polluted'; }, configurable: true,
       });
-      Object.defineProperty(Object.prototype, '7', { // eslint-disable-line no-extend-native
+      Object.defineProperty(Object.prototype, '7', {
         set() { setterCalls++; }, configurable: true,
       });
       const value = { port: port1, again: port1 };

@@ -24,7 +24,7 @@ const STEP_TIMEOUT = 10_000;
 
 const VARIANTS = [
   { name: 'child_process.fork', fork: (file, args, options) => childProcess.fork(file, args, options) },
-  { name: 'procwire.fork/node', fork: (file, args, options) => procwire.fork(file, args, options) },
+  { name: 'procwire.fork/node', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'node' }) },
   { name: 'procwire.fork/procwire', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'procwire' }) },
   { name: 'procwire.fork/native', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'native' }) },
 ];
@@ -220,7 +220,10 @@ test("stdio: 'ipc' keeps its position; stdio arrays, strings and silent as Node"
     try {
       obs.a = a.stdio.map((s) => (s === null ? null : 'stream'));
       a.send({ op: 'info' });
-      obs.aFd = (await nextMessage(a)).message.channelFd;
+      const info = (await nextMessage(a)).message;
+      obs.aFd = info.channelFd;
+      obs.nodeOptions = info.nodeOptions === undefined ? 'unset' : info.nodeOptions;
+      obs.channelEnv = info.channelEnv;
     } finally {
       await stop(a);
     }
@@ -533,6 +536,31 @@ test('descriptors that come without a NODE_HANDLE message are closed at once, an
   assert.ok(countFds() <= before + 2, `descriptors leaked: ${before} -> ${countFds()}`);
   assert.strictEqual(peer.connected, true);
   assert.strictEqual(typeof binding.closeFd, 'function');
+});
+
+test("by default an unmodified child is served natively ('native'), except where it cannot be", { timeout: 30_000 }, async () => {
+  const probe = "process.on('message', () => { process.send(typeof process.channel.stats); process.disconnect(); });";
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-default-'));
+  const file = path.join(dir, 'probe.js');
+  fs.writeFileSync(file, probe);
+  try {
+    const kinds = [];
+    const permission = NODE_MAJOR < 22 ? '--experimental-permission' : '--permission';
+    for (const options of [{}, { execPath: process.execPath }, { execArgv: [permission, '--allow-fs-read=*'] }]) {
+      const child = procwire.fork(file, [], options);
+      try {
+        child.send('which');
+        kinds.push((await nextMessage(child)).message);
+      } finally {
+        await stop(child);
+      }
+    }
+    // Native: the child's process.channel is procwire's Channel. Under the
+    // permission model the child keeps Node's own channel (no stats()).
+    assert.deepStrictEqual(kinds, ['function', 'function', 'undefined']);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 for (const policy of ['rr', 'none']) {

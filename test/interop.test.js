@@ -185,7 +185,7 @@ function parentTests() {
       test(`echo of the whole corpus, in order (${mode})`, T, async () => {
         const cases = casesFor(mode);
         const child = procwire.fork(path.join(__dirname, 'interop.test.js'), ['echo'], {
-          serialization: mode, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: childEnv({}),
+          serialization: mode, child: 'node', stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: childEnv({}),
         });
         let stderr = '';
         child.stderr.setEncoding('utf8');
@@ -213,7 +213,7 @@ function parentTests() {
       test(`child sends the corpus first, then checks ours (${mode})`, T, async () => {
         const cases = casesFor(mode);
         const child = procwire.fork(path.join(__dirname, 'interop.test.js'), ['child', mode], {
-          serialization: mode, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: childEnv({}),
+          serialization: mode, child: 'node', stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: childEnv({}),
         });
         let stderr = '';
         child.stderr.setEncoding('utf8');

@@ -45,7 +45,7 @@ function nextMessage(channel, predicate) {
 }
 
 async function forkPeer(t, options = {}) {
-  const child = procwire.fork(PEER, [], { child: 'procwire', ...options });
+  const child = procwire.fork(PEER, [], { child: 'procwire', serialization: 'advanced', ...options });
   const channel = child.channel;
   t.after(async () => {
     channel.destroy();

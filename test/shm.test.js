@@ -4,7 +4,6 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const childProcess = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
@@ -31,10 +30,6 @@ if (process.argv[2] === 'child') {
 }
 
 const MiB = 1 << 20;
-
-function uniqueName() {
-  return `shm-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
-}
 
 function openFds() {
   return fs.readdirSync('/proc/self/fd').length;
@@ -178,7 +173,7 @@ test('TCP and plain Node children get the same bytes inline; transfer still deta
   // has not yet written, and 4 MiB takes more than one write.
   fs.writeFileSync(file, "process.on('message', (m) => process.send(m));");
   try {
-    const child = procwire.fork(file, { serialization: 'advanced' });
+    const child = procwire.fork(file, { serialization: 'advanced', child: 'node' });
     const big = crypto.randomBytes(4 * MiB);
     child.send({ big });
     const [m] = await once(child, 'message');

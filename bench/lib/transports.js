@@ -180,12 +180,11 @@ function ndjsonReader(socket, onValue) {
   let pending = '';
   socket.setEncoding('utf8');
   socket.on('data', (chunk) => {
-    let start = 0;
     let nl = chunk.indexOf('\n');
     if (nl < 0) { pending += chunk; return; }
     onValue(JSON.parse(pending + chunk.slice(0, nl)));
     pending = '';
-    start = nl + 1;
+    let start = nl + 1;
     while ((nl = chunk.indexOf('\n', start)) >= 0) {
       onValue(JSON.parse(chunk.slice(start, nl)));
       start = nl + 1;

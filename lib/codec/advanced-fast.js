@@ -202,7 +202,7 @@ function writeNumber(v) {
 // Whether a string has a character above U+00FF (then V8 stores it two
 // bytes wide). V8 compiles this class to an immediate failure for strings
 // stored one byte wide, so only two-byte strings are scanned.
-const WIDE = /[^\u0000-\u00ff]/;
+const WIDE = /[\u0100-\uffff]/;
 const SHORT_STRING = 16;
 // Strings from this length on are decoded by V8 (see readOneByte).
 const LONG_STRING = 4096;

@@ -6,11 +6,12 @@
 // slower, and without SO_PEERCRED (peerCredentials() returns -ENOSYS, so
 // uid allow-lists need the addon).
 
+const fs = require('fs');
 const net = require('net');
 const codec = require('./codec');
 const { JsFramer } = require('./framer');
 const sockets = require('./sockets');
-const { StreamHandle } = require('../stream-handle');
+const { StreamHandle } = require('../transport/stream');
 
 function setup(Buffer, makeError) {
   codec.setup(Buffer, makeError);
@@ -41,6 +42,14 @@ class NativeChannel extends StreamHandle {
     let stream = null;
     if (entry === undefined) {
       // A descriptor this process was handed (a procwire child's channel).
+      // As the addon does, anything but an open socket is refused with a
+      // coded error.
+      let isSocket = false;
+      try { isSocket = fs.fstatSync(fd).isSocket(); } catch { /* not open */ }
+      if (!isSocket) {
+        throw require('../errors').makeError('ERR_PROCWIRE_INVALID_ARG',
+          `procwire fallback: descriptor ${fd} is not an open socket`);
+      }
       stream = new net.Socket({ fd, readable: true, writable: true, allowHalfOpen: true });
     } else if (entry.kind === 'socket') {
       stream = entry.obj;

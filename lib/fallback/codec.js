@@ -16,6 +16,7 @@ const v8 = require('v8');
 const util = require('util');
 const { scanForOversizedBuffers, TILDE } = require('./v8-scan');
 const fast = require('../codec/advanced-fast');
+const { FORMATS } = require('../codec/formats');
 
 const state = {
   Buffer: require('buffer').Buffer,
@@ -30,7 +31,7 @@ const ObjectDefineProperty = Object.defineProperty;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const {
-  TypedArrayPrototype, typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
+  typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
   dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
 } = require('./views');
 const isNativeError = util.types.isNativeError;
@@ -285,11 +286,11 @@ function decodeJson(view) {
 }
 
 function encode(format, value) {
-  return format === 1 ? encodeJson(value) : encodeAdvanced(value);
+  return format === FORMATS.json.id ? encodeJson(value) : encodeAdvanced(value);
 }
 
 function decode(format, view, copyViews, maxBuffer) {
-  return format === 1 ? decodeJson(view) : decodeAdvanced(view, copyViews, maxBuffer);
+  return format === FORMATS.json.id ? decodeJson(view) : decodeAdvanced(view, copyViews, maxBuffer);
 }
 
 function setup(Buffer, makeError) {

@@ -16,6 +16,9 @@
 // are decoded with copies.
 
 const codec = require('./codec');
+const { FORMATS } = require('../codec/formats');
+
+const JSON_ID = FORMATS.json.id;
 
 const HEADER = 4;
 const NEWLINE = 0x0a;
@@ -34,7 +37,7 @@ function bytesOf(view) {
 
 class JsFramer {
   constructor(format, max, decode = codec.decode) {
-    this._format = format === 1 ? 1 : 0;
+    this._format = format === JSON_ID ? JSON_ID : FORMATS.advanced.id;
     this._max = max;
     this._decode = decode;
     // advanced: the header while incomplete, then the payload being filled.
@@ -50,7 +53,7 @@ class JsFramer {
   }
 
   buffering() {
-    if (this._format === 1) return this._pendingLength;
+    if (this._format === JSON_ID) return this._pendingLength;
     return this._payload === null ? this._headerHave : HEADER + this._payloadHave;
   }
 
@@ -60,7 +63,7 @@ class JsFramer {
   setMaxMessageSize(max) {
     this._max = max;
     if (this._failedDeclared >= 0) return false;
-    if (this._format === 1) {
+    if (this._format === JSON_ID) {
       if (this._pendingLength > max) this._fail(this._pendingLength);
     } else if (this._payload !== null && this._payloadLength > max) {
       this._fail(this._payloadLength);
@@ -99,7 +102,7 @@ class JsFramer {
     const messages = [];
     let errors;
     const deliver = (payload, copy) => {
-      if (sizes !== undefined) sizes.push(payload.length + (this._format === 1 ? 1 : HEADER));
+      if (sizes !== undefined) sizes.push(payload.length + (this._format === JSON_ID ? 1 : HEADER));
       try {
         messages.push(this._decode(this._format, payload, copy, this._max));
       } catch (err) {
@@ -109,7 +112,7 @@ class JsFramer {
     };
     if (this._failedDeclared < 0) {
       const bytes = bytesOf(view);
-      if (this._format === 1) this._pushJson(bytes, deliver); else this._pushAdvanced(bytes, deliver);
+      if (this._format === JSON_ID) this._pushJson(bytes, deliver); else this._pushAdvanced(bytes, deliver);
     }
     const fatal = this._failedDeclared >= 0 ? this._fatal(this._failedDeclared) : undefined;
     return [messages, errors, fatal];

@@ -1,7 +1,7 @@
 'use strict';
 // Descriptors for the pure-JavaScript binding. The addon hands lib/ plain
 // file descriptors; here the same numbers are tokens in a registry that maps
-// each to the net.Socket or net.Server owning it, so lib/net.js and
+// each to the net.Socket or net.Server owning it, so lib/transport/socket.js and
 // lib/fork.js run unchanged. A socket whose descriptor does not exist yet (a
 // TCP connect in progress, the parent end of a socketPair() still being
 // accepted) gets a token above any real descriptor.
@@ -12,9 +12,9 @@
 //   - a unix socket file is bound under a temporary name in the same
 //     directory, then hard-linked to its real name: like the addon, no window
 //     with open permissions, EADDRINUSE for an existing file, and closing the
-//     listener leaves the file (libuv would unlink it) for lib/net.js to
+//     listener leaves the file (libuv would unlink it) for lib/transport/socket.js to
 //     remove; a stale file (nobody accepting) is replaced after a
-//     synchronous probe, as lib/net.js does with the addon.
+//     synchronous probe, as lib/transport/socket.js does with the addon.
 //   - peer credentials (SO_PEERCRED) have no JavaScript API: -ENOSYS.
 
 const fs = require('fs');

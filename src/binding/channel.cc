@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "../core/channel_stats.h"
 #include "../core/frame_reader.h"
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
@@ -436,38 +437,39 @@ class NativeChannel final : public Closable {
     shutdown(self->fd_, SHUT_WR);
   }
 
-  // stats() -> [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes,
-  //             writeCalls, readCalls, decodeErrors, bufferedBytes,
-  //             ...histogramIn(32), ...histogramOut(32),
-  //             outOfLineMessagesOut, outOfLineBytesOut, outOfLineMessagesIn, outOfLineBytesIn]
+  // stats() -> one array of doubles in the layout of src/core/channel_stats.h
+  // (exported as binding.statsLayout).
   static void Stats(const FunctionCallbackInfo<Value>& args) {
+    static_assert(stats::kHistogramBuckets == kHistogramBuckets, "one histogram size");
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     Isolate* isolate = args.GetIsolate();
     Local<Context> context = isolate->GetCurrentContext();
     const Counters& c = self->counters_;
-    const double head[] = {c.messages_in,
-                           c.messages_out,
-                           c.bytes_in,
-                           self->TotalWritten(),
-                           static_cast<double>(self->queue_.queued_bytes()),
-                           static_cast<double>(self->queue_.write_calls()),
-                           c.read_calls,
-                           c.decode_errors,
-                           static_cast<double>(self->reader_.buffered())};
-    constexpr int kHead = sizeof(head) / sizeof(head[0]);
+    double v[stats::kCount] = {};
+    v[stats::kMessagesIn] = c.messages_in;
+    v[stats::kMessagesOut] = c.messages_out;
+    v[stats::kBytesIn] = c.bytes_in;
+    v[stats::kBytesOut] = self->TotalWritten();
+    v[stats::kQueuedBytes] = static_cast<double>(self->queue_.queued_bytes());
+    v[stats::kWriteCalls] = static_cast<double>(self->queue_.write_calls());
+    v[stats::kReadCalls] = c.read_calls;
+    v[stats::kDecodeErrors] = c.decode_errors;
+    v[stats::kBufferedBytes] = static_cast<double>(self->reader_.buffered());
+    for (int i = 0; i < stats::kHistogramBuckets; i++) {
+      v[stats::kHistogramIn + i] = c.histogram_in[i];
+      v[stats::kHistogramOut + i] = c.histogram_out[i];
+    }
+    v[stats::kOutOfLineMessagesOut] = c.ool_messages_out;
+    v[stats::kOutOfLineBytesOut] = c.ool_bytes_out;
+    v[stats::kOutOfLineMessagesIn] = c.ool_messages_in;
+    v[stats::kOutOfLineBytesIn] = c.ool_bytes_in;
     const bool rings_on = self->ring_out_ready_ && self->rings_ != nullptr && self->rings_->has_inbound();
-    const double tail[] = {c.ool_messages_out, c.ool_bytes_out, c.ool_messages_in, c.ool_bytes_in,
-                           rings_on ? 1.0 : 0.0,
-                           self->rings_ != nullptr ? self->rings_->messages_out : 0.0,
-                           self->rings_ != nullptr ? self->rings_->messages_in : 0.0};
-    constexpr int kTail = sizeof(tail) / sizeof(tail[0]);
-    Local<Array> out = Array::New(isolate, kHead + 2 * kHistogramBuckets + kTail);
-    int i = 0;
-    for (double v : head) out->Set(context, i++, Number::New(isolate, v)).Check();
-    for (double v : c.histogram_in) out->Set(context, i++, Number::New(isolate, v)).Check();
-    for (double v : c.histogram_out) out->Set(context, i++, Number::New(isolate, v)).Check();
-    for (double v : tail) out->Set(context, i++, Number::New(isolate, v)).Check();
+    v[stats::kRingsEnabled] = rings_on ? 1.0 : 0.0;
+    v[stats::kRingMessagesOut] = self->rings_ != nullptr ? self->rings_->messages_out : 0.0;
+    v[stats::kRingMessagesIn] = self->rings_ != nullptr ? self->rings_->messages_in : 0.0;
+    Local<Array> out = Array::New(isolate, stats::kCount);
+    for (int i = 0; i < stats::kCount; i++) out->Set(context, i, Number::New(isolate, v[i])).Check();
     args.GetReturnValue().Set(out);
   }
 
@@ -1437,6 +1439,16 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   data->channel_template.Reset(isolate, ch);
   exports->Set(context, OneByteString(isolate, "NativeChannel"), ch->GetFunction(context).ToLocalChecked())
       .Check();
+
+  // statsLayout: { name: index, ..., histogramBuckets, length } for stats().
+  Local<Object> layout = Object::New(isolate);
+  for (const stats::Field& f : stats::kFields) {
+    layout->Set(context, OneByteString(isolate, f.name), v8::Integer::New(isolate, f.index)).Check();
+  }
+  layout->Set(context, OneByteString(isolate, "histogramBuckets"), v8::Integer::New(isolate, stats::kHistogramBuckets))
+      .Check();
+  layout->Set(context, OneByteString(isolate, "length"), v8::Integer::New(isolate, stats::kCount)).Check();
+  exports->Set(context, OneByteString(isolate, "statsLayout"), layout).Check();
 
   Local<FunctionTemplate> ls = FunctionTemplate::New(isolate, NativeListener::New, external);
   ls->SetClassName(OneByteString(isolate, "NativeListener"));

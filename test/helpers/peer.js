@@ -5,6 +5,9 @@
 //   procwire  a procwire child: require('procwire').parent
 //   named     an unrelated process: procwire.connect(<socket name>)
 //   tcp       an unrelated process: procwire.connect({ port })
+//   tls       the same over TLS (the shipped self-signed test certificate)
+//   nats      an unrelated process: procwire.connect(<nats url>, { subject })
+// (The fallback transport is `named` with PROCWIRE_FORCE_FALLBACK=1.)
 // It echoes objects, counts number streams, floods on request, and answers
 // requests. A plain child answers procwire requests by hand through Node's
 // 'internalMessage' event, which shows the request protocol is plain Node
@@ -12,7 +15,7 @@
 
 const path = require('path');
 
-const [mode, target] = process.argv.slice(2);
+const [mode, target, subject] = process.argv.slice(2);
 
 function busyWait(ms) {
   const end = Date.now() + ms;
@@ -64,6 +67,10 @@ async function main() {
   if (mode === 'procwire') channel = procwire.parent;
   else if (mode === 'named') channel = await procwire.connect(target);
   else if (mode === 'tcp') channel = await procwire.connect({ port: Number(target), host: '127.0.0.1' });
+  else if (mode === 'tls') {
+    const { cert } = require(path.join(__dirname, '..', '..', 'bench', 'lib', 'test-cert'));
+    channel = await procwire.connect({ port: Number(target), host: '127.0.0.1' }, { tls: { ca: cert } });
+  } else if (mode === 'nats') channel = await procwire.connect(target, { subject, heartbeat: 1000 });
   else throw new Error(`unknown mode ${mode}`);
   channel.on('message', makeLogic((m) => channel.send(m), () => channel.close()));
   channel.respond(async (v) => {
@@ -71,7 +78,7 @@ async function main() {
     if (v && v.delay) await new Promise((r) => setTimeout(r, v.delay));
     return { echo: v };
   });
-  // Named and TCP peers have no parent to outlive: end with the channel.
+  // Named, TCP, TLS and NATS peers have no parent to outlive: end with the channel.
   channel.on('close', () => process.exit(0));
 }
 

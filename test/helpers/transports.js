@@ -1,16 +1,39 @@
 'use strict';
 // Opens a channel to a fresh peer process (test/helpers/peer.js) over each
-// transport, and closes everything afterwards.
+// transport, and closes everything afterwards. PROFILES says what each
+// backend declares (handles, out-of-line segments) and how much load its
+// cases carry, so test/conformance.test.js gates its cases on them.
 
 const childProcess = require('child_process');
 const crypto = require('crypto');
 const path = require('path');
 const fs = require('fs');
 const procwire = require('../..');
+const { cert, key } = require('../../bench/lib/test-cert');
+const { natsServer, natsInstalled } = require('./nats-server');
 
 const PEER = path.join(__dirname, 'peer.js');
 
-const TRANSPORTS = ['fork-plain', 'fork-procwire', 'named', 'tcp'];
+// handles: the channel carries Node handles (unix sockets only).
+// scale: share of the full load (1 = a million-message stream, 64 MiB).
+// maxSize: largest message the cases send (NATS's max_payload is 1 MiB).
+// fdCheck: the case can count this process's descriptors before and after.
+// fallback: the peer runs procwire's pure-JS fallback (PROCWIRE_FORCE_FALLBACK).
+// highWaterMark: this end's, so a scaled-down stream still meets backpressure.
+const PROFILES = {
+  'fork-plain': { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: false },
+  'fork-procwire': { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: false },
+  named: { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: true },
+  tcp: { handles: false, scale: 1, maxSize: 64 << 20, fdCheck: true },
+  tls: { handles: false, scale: 0.1, maxSize: 16 << 20, fdCheck: true, highWaterMark: 64 << 10 },
+  nats: {
+    handles: false, scale: 0.02, maxSize: 512 << 10, fdCheck: false, highWaterMark: 16 << 10,
+    skip: natsInstalled ? false : 'nats-server is not installed',
+  },
+  fallback: { handles: true, scale: 0.1, maxSize: 16 << 20, fdCheck: true, fallback: true, highWaterMark: 64 << 10 },
+};
+
+const TRANSPORTS = Object.keys(PROFILES);
 
 function waitExit(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -36,21 +59,56 @@ async function open(transport, options = {}) {
       },
     };
   }
+  if (transport === 'nats') return openNats(serialization);
   const name = `t-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   // Named channels authenticate through the key file beside the socket; TCP
   // needs an explicit secret, handed to the peer in its environment.
   const secret = crypto.randomBytes(32).toString('hex');
-  const server = transport === 'named'
-    ? procwire.listen(name, { serialization })
-    : procwire.listen({ port: 0, host: '127.0.0.1' }, { serialization, secret });
+  const unix = transport === 'named' || transport === 'fallback';
+  const server = unix
+    ? procwire.listen(name, { serialization, highWaterMark: PROFILES[transport].highWaterMark })
+    : procwire.listen({ port: 0, host: '127.0.0.1' }, {
+      serialization, secret, tls: transport === 'tls' ? { key, cert } : undefined,
+      highWaterMark: PROFILES[transport].highWaterMark,
+    });
   await server.ready;
-  const target = transport === 'named' ? name : String(server.address().port);
+  const target = unix ? name : String(server.address().port);
   const gotChannel = new Promise((resolve) => server.once('channel', resolve));
-  const child = childProcess.spawn(process.execPath, [PEER, transport, target], {
-    stdio: 'inherit', env: transport === 'tcp' ? { ...process.env, PROCWIRE_SECRET: secret } : process.env,
+  const env = { ...process.env };
+  if (!unix) env.PROCWIRE_SECRET = secret;
+  if (PROFILES[transport].fallback) env.PROCWIRE_FORCE_FALLBACK = '1';
+  const child = childProcess.spawn(process.execPath, [PEER, transport === 'fallback' ? 'named' : transport, target], {
+    stdio: ['ignore', 'inherit', 'inherit'], env,
   });
   const channel = await gotChannel;
   if (serialization !== 'advanced') throw new Error('named/tcp peers use advanced only in these tests');
+  return {
+    channel,
+    child,
+    server,
+    async cleanup() {
+      channel.destroy();
+      server.close();
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await waitExit(child);
+    },
+  };
+}
+
+// A listener on a nats-server this process started; the peer connects to
+// the same subject. A short heartbeat makes a killed peer show within seconds.
+async function openNats(serialization) {
+  const nats = await natsServer();
+  const subject = `conformance.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(nats.url, {
+    subject, serialization, heartbeat: 1000, highWaterMark: PROFILES.nats.highWaterMark,
+  });
+  await server.ready;
+  const gotChannel = new Promise((resolve) => server.once('channel', resolve));
+  const child = childProcess.spawn(process.execPath, [PEER, 'nats', nats.url, subject], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const channel = await gotChannel;
   return {
     channel,
     child,
@@ -68,4 +126,4 @@ function openFds() {
   return fs.readdirSync('/proc/self/fd').length;
 }
 
-module.exports = { TRANSPORTS, open, openFds, waitExit };
+module.exports = { TRANSPORTS, PROFILES, open, openFds, waitExit, natsServer };

@@ -8,42 +8,29 @@
 //     new StreamHandle(socket, callbacks, { serialization, maxMessageSize }) })
 //
 // The frame codec and the framer are parameters (options.encode,
-// options.createFramer); by default they are the loaded binding's (the native
-// addon's, or the pure-JS fallback's), so the same bytes go on the wire.
+// options.createFramer): the TLS backend passes the loaded binding's, the
+// fallback its own, so the same bytes go on the wire.
 //
 // Writes made in one tick are gathered by the Channel into one flush(), which
 // becomes one stream.write(); flush() returns the bytes the stream has
 // confirmed so far, and onwrite(total) follows each write's callback, which
 // is how backpressure reaches Channel.send().
 
-const { makeError } = require('./errors');
+const { makeError } = require('../errors');
 
-const FORMAT = { advanced: 0, json: 1 };
-const HEAD = 9;
-const BUCKETS = 32;
-const EIO = 5;
-
-function sizeBucket(size) {
-  if (size <= 1) return 0;
-  const b = size < 2 ** 32 ? 31 - Math.clz32(size) : Math.floor(Math.log2(size));
-  return b >= BUCKETS ? BUCKETS - 1 : b;
-}
+const { FORMATS, formatById, framingBytes } = require('../codec/formats');
+const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
+const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
+const { errno } = require('os').constants;
 
 // -errno for a stream error: Node's system errors carry a negative errno.
 function statusOf(err) {
   if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
   if (err && typeof err.code === 'string') {
-    const n = require('os').constants.errno[err.code];
+    const n = errno[err.code];
     if (typeof n === 'number') return -n;
   }
-  return -EIO;
-}
-
-let defaultBinding = null;
-function loadedBinding() {
-  // Required lazily: the fallback binding itself builds on this file.
-  if (defaultBinding === null) defaultBinding = require('./native').binding;
-  return defaultBinding;
+  return -errno.EIO;
 }
 
 class StreamHandle {
@@ -56,25 +43,25 @@ class StreamHandle {
   //   connecting     true while the stream is still connecting: writes wait,
   //                  and onconnect() runs on its connectEvent
   //   connectEvent   default 'connect' ('secureConnect' for TLS)
-  //   encode(format, value) -> Buffer frame; default the binding's
-  //   createFramer(format, max) -> { push(view[, sizes]), buffering() };
-  //                  default the binding's NativeFramer
+  //   encode(format, value) -> Buffer frame (required)
+  //   createFramer(format, max) -> { push(view[, sizes]), buffering() }
+  //                  (required)
   //   fd             what fd() reports (default the stream's descriptor)
   constructor(stream, callbacks, options = {}) {
     this._cb = callbacks;
     this._format = options.format !== undefined ? options.format
-      : FORMAT[options.serialization === undefined ? 'advanced' : options.serialization];
-    if (this._format !== 0 && this._format !== 1) throw new TypeError('unknown serialization');
-    this._max = options.maxMessageSize === undefined ? 256 * 1024 * 1024 : options.maxMessageSize;
-    if (typeof options.encode === 'function') {
-      this._encode = options.encode;
-    } else {
-      const binding = loadedBinding();
-      this._encode = (format, value) => binding.encode(format, value);
+      : (FORMATS[options.serialization === undefined ? 'advanced' : options.serialization] || {}).id;
+    if (formatById(this._format).id !== this._format) throw new TypeError('unknown serialization');
+    this._framingBytes = framingBytes(formatById(this._format));
+    this._max = options.maxMessageSize === undefined ? DEFAULT_MAX_MESSAGE_SIZE : options.maxMessageSize;
+    // The codec and framer are always given (no default from lib/native.js:
+    // the fallback binding builds on this file, and a default would make an
+    // import cycle).
+    if (typeof options.encode !== 'function' || typeof options.createFramer !== 'function') {
+      throw new TypeError('StreamHandle needs options.encode and options.createFramer');
     }
-    this._framer = typeof options.createFramer === 'function'
-      ? options.createFramer(this._format, this._max)
-      : new (loadedBinding().NativeFramer)(this._format, this._max);
+    this._encode = options.encode;
+    this._framer = options.createFramer(this._format, this._max);
     this._connecting = Boolean(options.connecting);
     this._connectEvent = options.connectEvent || 'connect';
     this._fd = options.fd;
@@ -91,8 +78,8 @@ class StreamHandle {
     this._counters = {
       messagesIn: 0, messagesOut: 0, bytesIn: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0,
     };
-    this._histogramIn = new Array(BUCKETS).fill(0);
-    this._histogramOut = new Array(BUCKETS).fill(0);
+    this._histogramIn = new Array(HISTOGRAM_BUCKETS).fill(0);
+    this._histogramOut = new Array(HISTOGRAM_BUCKETS).fill(0);
     this._listeners = null;
     if (stream !== null && stream !== undefined) this.attach(stream);
   }
@@ -186,7 +173,7 @@ class StreamHandle {
   // is refused before anything is queued, as by the addon.
   write(value) {
     const frame = this._encode(this._format, value);
-    const payload = frame.length - (this._format === 1 ? 1 : 4);
+    const payload = frame.length - this._framingBytes;
     if (payload > this._max) {
       throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
         `message of ${payload} bytes exceeds maxMessageSize (${this._max} bytes); nothing was sent`);
@@ -291,27 +278,22 @@ class StreamHandle {
     stream.destroy();
   }
 
-  shutdownWrite() {
-    if (this._stream !== null && !this._closed) this._stream.end();
-  }
-
-  // [messagesIn, messagesOut, bytesIn, bytesOut, queuedBytes, writeCalls,
-  //  readCalls, decodeErrors, bufferedBytes, ...histogramIn, ...histogramOut]
+  // The stats array of lib/stats.js (nothing goes out of line here).
   stats() {
     const c = this._counters;
-    const out = new Array(HEAD + 2 * BUCKETS);
-    out[0] = c.messagesIn;
-    out[1] = c.messagesOut;
-    out[2] = c.bytesIn;
-    out[3] = this._written;
-    out[4] = this._pushed - this._written;
-    out[5] = c.writeCalls;
-    out[6] = c.readCalls;
-    out[7] = c.decodeErrors;
-    out[8] = this._framer.buffering();
-    for (let i = 0; i < BUCKETS; i++) {
-      out[HEAD + i] = this._histogramIn[i];
-      out[HEAD + BUCKETS + i] = this._histogramOut[i];
+    const out = newStats();
+    out[STATS.messagesIn] = c.messagesIn;
+    out[STATS.messagesOut] = c.messagesOut;
+    out[STATS.bytesIn] = c.bytesIn;
+    out[STATS.bytesOut] = this._written;
+    out[STATS.queuedBytes] = this._pushed - this._written;
+    out[STATS.writeCalls] = c.writeCalls;
+    out[STATS.readCalls] = c.readCalls;
+    out[STATS.decodeErrors] = c.decodeErrors;
+    out[STATS.bufferedBytes] = this._framer.buffering();
+    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
+      out[STATS.histogramIn + i] = this._histogramIn[i];
+      out[STATS.histogramOut + i] = this._histogramOut[i];
     }
     return out;
   }
@@ -323,4 +305,4 @@ class StreamHandle {
   }
 }
 
-module.exports = { StreamHandle, sizeBucket };
+module.exports = { StreamHandle };

@@ -32,21 +32,24 @@
 // published in order after it reconnects; what was already handed to the
 // failed connection may be lost.
 
-const EventEmitter = require('events');
-const { Channel } = require('./channel');
-const codecs = require('./codec');
-const { makeError } = require('./errors');
-const { invalidArg, validateObject, validateSize, validateSerialization } = require('./validate');
+const { Channel } = require('../channel');
+const codecs = require('../codec');
+const { makeError } = require('../errors');
+const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
+const { DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_HELLO_TIMEOUT, NATS_CONTROL_HEADER, NATS_ERROR_HEADER } = require('../protocol');
+const { capabilities } = require('./contract');
+const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
+const { ServerBase, listenArguments } = require('./server');
 
-const REQUEST = 'NODE_PROCWIRE_REQ';
-const RESPONSE = 'NODE_PROCWIRE_RES';
-const CTL = 'Procwire';             // control header: hello, bye, ping, pong
-const ERROR_HEADER = 'Procwire-Error';
+// Requests and replies ride on NATS's own request subjects (writeRequest /
+// writeResponse), not on procwire's request messages.
+const CAPABILITIES = capabilities({ requests: true });
+// Control header (hello, bye, ping, pong) and error-reply header.
+const CTL = NATS_CONTROL_HEADER;
+const ERROR_HEADER = NATS_ERROR_HEADER;
 const DEFAULT_PREFIX = '_PROCWIRE';
 const DEFAULT_QUEUE = 'procwire';
-const DEFAULT_HELLO_TIMEOUT = 5000;
 const DEFAULT_HEARTBEAT = 5000;
-const HIST = 32;
 const RETRYABLE = new Set(['ERR_PROCWIRE_REQUEST_TIMEOUT', 'ERR_PROCWIRE_PEER_UNREACHABLE']);
 const DEFAULT_RETRY_DELAY = 100;
 
@@ -196,114 +199,128 @@ function serializeError(err) {
 
 class NatsHandle {
   constructor(link, subject, peerSubject, options) {
-    this.link = link;
-    this.nc = link.nc;
-    this.subject = subject;          // where this end receives
-    this.peer = peerSubject;         // where the other end receives
-    this.serialization = options.serialization;
-    this.codec = codecs[options.serialization];
-    this.maxMessageSize = options.maxMessageSize;
-    this.heartbeat = options.heartbeat;
-    this.peerTimeout = options.peerTimeout;
-    this.cb = null;
+    this._link = link;
+    this._nc = link.nc;
+    this._subject = subject;          // where this end receives
+    this._peer = peerSubject;         // where the other end receives
+    this._serialization = options.serialization;
+    this._codec = codecs[options.serialization];
+    this._maxMessageSize = options.maxMessageSize;
+    this._heartbeat = options.heartbeat;
+    this._peerTimeout = options.peerTimeout;
+    this.capabilities = CAPABILITIES;
+    this._cb = null;
     this.owner = null;
-    this.closed = false;
-    this.peerGone = false;
-    this.reading = true;
-    this.inbox = [];                 // messages held while paused or not yet attached
-    this.queue = [];                 // publishes not yet handed to the connection
-    this.pushed = 0;
-    this.handed = 0;
-    this.written = 0;
-    this.acking = false;
-    this.inbound = new Map();        // local request id -> NATS reply subject
-    this.nextInbound = 1;
-    this.lastHeard = Date.now();
-    this.hbTimer = null;
-    this.counts = { messagesIn: 0, messagesOut: 0, bytesIn: 0, bytesOut: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0 };
-    this.histIn = new Array(HIST).fill(0);
-    this.histOut = new Array(HIST).fill(0);
+    this._closed = false;
+    this._peerGone = false;
+    this._reading = true;
+    this._inbox = [];                 // messages held while paused or not yet attached
+    this._outbox = [];                 // publishes not yet handed to the connection
+    this._pushed = 0;
+    this._handed = 0;
+    this._written = 0;
+    this._acking = false;
+    this._inbound = new Map();        // local request id -> NATS reply subject
+    this._nextInbound = 1;
+    this._lastHeard = Date.now();
+    this._hbTimer = null;
+    this._counts = { messagesIn: 0, messagesOut: 0, bytesIn: 0, bytesOut: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0 };
+    this._histIn = new Array(HISTOGRAM_BUCKETS).fill(0);
+    this._histOut = new Array(HISTOGRAM_BUCKETS).fill(0);
     const onMsg = (err, msg) => this._onMessage(err, msg);
-    this.subs = [
-      this.nc.subscribe(subject, { callback: onMsg }),
-      this.nc.subscribe(`${subject}.r.*`, { callback: onMsg }),
+    this._subs = [
+      this._nc.subscribe(subject, { callback: onMsg }),
+      this._nc.subscribe(`${subject}.r.*`, { callback: onMsg }),
     ];
     link.handles.add(this);
     link.acquire();
   }
 
+  // The peer's subject, once connect()'s hello has named it.
+  setPeer(subject) {
+    this._peer = subject;
+  }
+
   // Called by the Channel constructor (createHandle).
   attach(callbacks) {
-    this.cb = callbacks;
-    if (this.inbox.length > 0) process.nextTick(() => this._drainInbox());
+    this._cb = callbacks;
+    if (this._inbox.length > 0) process.nextTick(() => this._drainInbox());
     return this;
   }
 
   startHeartbeat() {
-    if (this.heartbeat <= 0 || this.closed) return;
-    this.lastHeard = Date.now();
-    this.hbTimer = setInterval(() => this._beat(), this.heartbeat);
-    this.hbTimer.unref();
+    if (this._heartbeat <= 0 || this._closed) return;
+    this._lastHeard = Date.now();
+    this._hbTimer = setInterval(() => this._beat(), this._heartbeat);
+    this._hbTimer.unref();
   }
 
   // ---- NativeChannel interface ----
 
   write(value) {
-    let entry;
-    if (typeof value === 'object' && value !== null && value.cmd === REQUEST && this.peer !== null) {
-      entry = { subject: this.peer, payload: this._encode(value.body), reply: `${this.subject}.r.${value.id}`, headers: undefined };
-    } else if (typeof value === 'object' && value !== null && value.cmd === RESPONSE) {
-      const reply = this.inbound.get(value.id);
-      let payload;
-      let headers;
-      if (value.ok) {
-        payload = this._encode(value.body);       // throws (coded) before anything changes
-      } else {
-        payload = Buffer.from(JSON.stringify(value.error || {}));
-        headers = headersWith(ERROR_HEADER, '1');
-      }
-      if (reply === undefined) return this.pushed;
-      this.inbound.delete(value.id);
-      entry = { subject: reply, payload, reply: undefined, headers };
+    this._queue({ subject: this._peer, payload: this._encode(value), reply: undefined, headers: undefined });
+    return this._pushed;
+  }
+
+  // Capability `requests`: the request goes out with a reply subject that
+  // carries its id.
+  writeRequest(id, body) {
+    const payload = this._encode(body);
+    if (this._peer === null) return this._pushed;
+    this._queue({ subject: this._peer, payload, reply: `${this._subject}.r.${id}`, headers: undefined });
+    return this._pushed;
+  }
+
+  // A reply to the inbound request `id`: its body, or (not ok) the
+  // responder's serialized error under the error header.
+  writeResponse(id, ok, bodyOrError) {
+    const reply = this._inbound.get(id);
+    let payload;
+    let headers;
+    if (ok) {
+      payload = this._encode(bodyOrError);       // throws (coded) before anything changes
     } else {
-      entry = { subject: this.peer, payload: this._encode(value), reply: undefined, headers: undefined };
+      payload = Buffer.from(JSON.stringify(bodyOrError || {}));
+      headers = headersWith(ERROR_HEADER, '1');
     }
-    this._queue(entry);
-    return this.pushed;
+    if (reply === undefined) return this._pushed;
+    this._inbound.delete(id);
+    this._queue({ subject: reply, payload, reply: undefined, headers });
+    return this._pushed;
   }
 
   writeBuffer(bytes) {
-    this._queue({ subject: this.peer, payload: Buffer.from(bytes), reply: undefined, headers: undefined });
-    return this.pushed;
+    this._queue({ subject: this._peer, payload: Buffer.from(bytes), reply: undefined, headers: undefined });
+    return this._pushed;
   }
 
   flush() {
-    if (this.closed || this.queue.length === 0 || !this.link.isOnline()) return this.written;
-    const q = this.queue;
-    this.queue = [];
-    this.counts.writeCalls++;
+    if (this._closed || this._outbox.length === 0 || !this._link.isOnline()) return this._written;
+    const q = this._outbox;
+    this._outbox = [];
+    this._counts.writeCalls++;
     try {
       for (const e of q) {
-        this.nc.publish(e.subject, e.payload,
+        this._nc.publish(e.subject, e.payload,
           e.reply === undefined && e.headers === undefined ? undefined : { reply: e.reply, headers: e.headers });
       }
     } catch (err) {
       // The connection closed under us; _linkClosed finishes the channel.
-      if (this.nc.isClosed()) return this.written;
+      if (this._nc.isClosed()) return this._written;
       throw natsError('ERR_PROCWIRE_NATS', 'NATS publish failed', err);
     }
-    this.handed = this.pushed;
+    this._handed = this._pushed;
     this._ack();
-    return this.written;
+    return this._written;
   }
 
   readStart() {
-    this.reading = true;
-    if (this.inbox.length > 0) process.nextTick(() => this._drainInbox());
+    this._reading = true;
+    if (this._inbox.length > 0) process.nextTick(() => this._drainInbox());
   }
 
   readStop() {
-    this.reading = false;
+    this._reading = false;
   }
 
   // The NATS client keeps its own timers; unref() is best effort (its socket).
@@ -317,44 +334,55 @@ class NatsHandle {
     if (s) s.unref();
   }
 
-  shutdownWrite() {}
-
   close() {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.hbTimer) clearInterval(this.hbTimer);
-    const online = this.link.isOnline();
+    if (this._closed) return;
+    this._closed = true;
+    if (this._hbTimer) clearInterval(this._hbTimer);
+    const online = this._link.isOnline();
     if (online) {
       // Requests we were still answering: tell their senders now instead of
       // letting them time out.
       const gone = Buffer.from(JSON.stringify({ name: 'ChannelClosedError', message: 'channel closed', code: 'ERR_PROCWIRE_CHANNEL_CLOSED' }));
-      for (const reply of this.inbound.values()) {
-        try { this.nc.publish(reply, gone, { headers: headersWith(ERROR_HEADER, '1') }); } catch { /* closed */ }
+      for (const reply of this._inbound.values()) {
+        try { this._nc.publish(reply, gone, { headers: headersWith(ERROR_HEADER, '1') }); } catch { /* closed */ }
       }
-      if (!this.peerGone && this.peer !== null) {
-        try { this.nc.publish(this.peer, undefined, { headers: headersWith(CTL, 'bye') }); } catch { /* closed */ }
+      if (!this._peerGone && this._peer !== null) {
+        try { this._nc.publish(this._peer, undefined, { headers: headersWith(CTL, 'bye') }); } catch { /* closed */ }
       }
     }
-    this.inbound.clear();
-    for (const sub of this.subs) {
+    this._inbound.clear();
+    for (const sub of this._subs) {
       try { sub.unsubscribe(); } catch { /* closed */ }
     }
-    this.link.handles.delete(this);
-    this.link.release();
+    this._link.handles.delete(this);
+    this._link.release();
   }
 
+  // The stats array of lib/stats.js.
   stats() {
-    const c = this.counts;
-    const buffered = this.inbox.reduce((n, m) => n + m.data.length, 0);
-    return [c.messagesIn, c.messagesOut, c.bytesIn, c.bytesOut, this.pushed - this.written, c.writeCalls,
-      c.readCalls, c.decodeErrors, buffered, ...this.histIn, ...this.histOut];
+    const c = this._counts;
+    const out = newStats();
+    out[STATS.messagesIn] = c.messagesIn;
+    out[STATS.messagesOut] = c.messagesOut;
+    out[STATS.bytesIn] = c.bytesIn;
+    out[STATS.bytesOut] = c.bytesOut;
+    out[STATS.queuedBytes] = this._pushed - this._written;
+    out[STATS.writeCalls] = c.writeCalls;
+    out[STATS.readCalls] = c.readCalls;
+    out[STATS.decodeErrors] = c.decodeErrors;
+    out[STATS.bufferedBytes] = this._inbox.reduce((n, m) => n + m.data.length, 0);
+    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
+      out[STATS.histogramIn + i] = this._histIn[i];
+      out[STATS.histogramOut + i] = this._histOut[i];
+    }
+    return out;
   }
 
   // ---- internals ----
 
   _socket() {
     try {
-      const t = this.nc.protocol && this.nc.protocol.transport;
+      const t = this._nc.protocol && this._nc.protocol.transport;
       return t && t.socket && typeof t.socket.ref === 'function' ? t.socket : null;
     } catch {
       return null;
@@ -362,9 +390,10 @@ class NatsHandle {
   }
 
   _encode(value) {
-    const frame = this.codec.encode(value);
-    const payload = this.serialization === 'advanced' ? frame.subarray(4) : frame.subarray(0, frame.length - 1);
-    const info = this.nc.info;
+    const frame = this._codec.encode(value);
+    // NATS frames each message itself: the codec's framing bytes go.
+    const payload = frame.subarray(this._codec.headerBytes, frame.length - this._codec.trailerBytes);
+    const info = this._nc.info;
     const limit = info && info.max_payload ? info.max_payload : Infinity;
     if (payload.length > limit) {
       throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
@@ -375,115 +404,115 @@ class NatsHandle {
 
   _queue(entry) {
     const n = entry.payload.length;
-    this.queue.push(entry);
-    this.pushed += n;
-    this.counts.messagesOut++;
-    this.counts.bytesOut += n;
-    this.histOut[bucket(n)]++;
+    this._outbox.push(entry);
+    this._pushed += n;
+    this._counts.messagesOut++;
+    this._counts.bytesOut += n;
+    this._histOut[sizeBucket(n)]++;
   }
 
   // Bytes count as written once the server has them: one PING/PONG (nc.flush)
   // in flight at a time covers everything published before it. If the
   // connection drops first, they are out of our hands (at-most-once).
   _ack() {
-    if (this.acking || this.handed === this.written || this.closed) return;
-    this.acking = true;
-    const mark = this.handed;
+    if (this._acking || this._handed === this._written || this._closed) return;
+    this._acking = true;
+    const mark = this._handed;
     const done = () => {
-      this.acking = false;
-      if (this.closed) return;
-      if (mark > this.written) {
-        this.written = mark;
-        if (this.cb) this.cb.onwrite(this.written);
+      this._acking = false;
+      if (this._closed) return;
+      if (mark > this._written) {
+        this._written = mark;
+        if (this._cb) this._cb.onwrite(this._written);
       }
-      if (this.closed) return;
-      if (this.queue.length > 0) this.flush(); else this._ack();
+      if (this._closed) return;
+      if (this._outbox.length > 0) this.flush(); else this._ack();
     };
-    this.nc.flush().then(done, done);
+    this._nc.flush().then(done, done);
   }
 
   _status(status) {
-    if (this.closed) return;
+    if (this._closed) return;
     if (status.type === 'reconnect') {
-      this.lastHeard = Date.now();
-      if (this.queue.length > 0) this.flush();
+      this._lastHeard = Date.now();
+      if (this._outbox.length > 0) this.flush();
       else this._ack();
     }
     if (this.owner) this.owner.emit('status', status);
   }
 
   _linkClosed(err) {
-    if (this.closed || !this.owner) {
-      if (!this.closed) this.close();
+    if (this._closed || this._cb === null) {
+      if (!this._closed) this.close();
       return;
     }
-    this.owner._finish('error', natsError('ERR_PROCWIRE_NATS', 'NATS connection closed', err));
+    this._cb.onfail(natsError('ERR_PROCWIRE_NATS', 'NATS connection closed', err));
   }
 
   _beat() {
-    if (this.closed) return;
+    if (this._closed) return;
     const now = Date.now();
-    if (!this.link.isOnline()) {
-      this.lastHeard = now;      // our outage, not the peer's
+    if (!this._link.isOnline()) {
+      this._lastHeard = now;      // our outage, not the peer's
       return;
     }
-    if (now - this.lastHeard > this.peerTimeout) {
+    if (now - this._lastHeard > this._peerTimeout) {
       this._peerLost();
       return;
     }
-    if (now - this.lastHeard < this.heartbeat || this.peer === null) return;
-    this.nc.request(this.peer, undefined, { timeout: this.heartbeat, headers: headersWith(CTL, 'ping') })
-      .then(() => { this.lastHeard = Date.now(); }, () => {});
+    if (now - this._lastHeard < this._heartbeat || this._peer === null) return;
+    this._nc.request(this._peer, undefined, { timeout: this._heartbeat, headers: headersWith(CTL, 'ping') })
+      .then(() => { this._lastHeard = Date.now(); }, () => {});
   }
 
   _peerLost() {
-    if (this.closed || this.peerGone) return;
-    this.peerGone = true;
-    if (this.cb) this.cb.onend(0);
+    if (this._closed || this._peerGone) return;
+    this._peerGone = true;
+    if (this._cb) this._cb.onend(0);
   }
 
   _onMessage(err, msg) {
-    if (this.closed) return;
+    if (this._closed) return;
     if (err) {
-      if (this.owner) this.owner._emitError(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      if (this._cb !== null) this._cb.onerror(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
-    this.lastHeard = Date.now();
+    this._lastHeard = Date.now();
     const h = msg.headers;
-    if (h !== undefined && msg.subject === this.subject) {
+    if (h !== undefined && msg.subject === this._subject) {
       const ctl = h.get(CTL);
       if (ctl === 'ping') {
         if (msg.reply) try { msg.respond(undefined, { headers: headersWith(CTL, 'pong') }); } catch { /* closed */ }
         return;
       }
     }
-    if (this.cb === null || !this.reading || this.inbox.length > 0) {
-      this.inbox.push(msg);
+    if (this._cb === null || !this._reading || this._inbox.length > 0) {
+      this._inbox.push(msg);
       return;
     }
     this._deliver(msg);
   }
 
   _drainInbox() {
-    while (this.inbox.length > 0 && this.reading && this.cb !== null && !this.closed) this._deliver(this.inbox.shift());
+    while (this._inbox.length > 0 && this._reading && this._cb !== null && !this._closed) this._deliver(this._inbox.shift());
   }
 
   _decode(data) {
-    if (data.length > this.maxMessageSize) {
+    if (data.length > this._maxMessageSize) {
       throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
-        `message of ${data.length} bytes exceeds maxMessageSize (${this.maxMessageSize}); skipped`);
+        `message of ${data.length} bytes exceeds maxMessageSize (${this._maxMessageSize}); skipped`);
     }
-    return this.codec.decode(data);
+    return this._codec.decode(data);
   }
 
   _deliver(msg) {
     const data = msg.data;
-    const c = this.counts;
+    const c = this._counts;
     c.readCalls++;
     c.messagesIn++;
     c.bytesIn += data.length;
-    this.histIn[bucket(data.length)]++;
-    if (msg.subject !== this.subject) {
+    this._histIn[sizeBucket(data.length)]++;
+    if (msg.subject !== this._subject) {
       this._onReply(msg);
       return;
     }
@@ -499,52 +528,48 @@ class NatsHandle {
       c.decodeErrors++;
       if (msg.reply) {
         try {
-          this.nc.publish(msg.reply, Buffer.from(JSON.stringify(serializeError(err))), { headers: headersWith(ERROR_HEADER, '1') });
+          this._nc.publish(msg.reply, Buffer.from(JSON.stringify(serializeError(err))), { headers: headersWith(ERROR_HEADER, '1') });
         } catch { /* closed */ }
       }
-      this.cb.onread([], [0, err]);
+      this._cb.onread([], [0, err]);
       return;
     }
     if (msg.reply) {
-      const id = this.nextInbound++;
-      this.inbound.set(id, msg.reply);
-      this.cb.onread([{ cmd: REQUEST, id, body: value }], undefined);
+      const id = this._nextInbound++;
+      this._inbound.set(id, msg.reply);
+      this._cb.onrequest(id, value);
     } else {
-      this.cb.onread([value], undefined);
+      this._cb.onread([value], undefined);
     }
   }
 
   _onReply(msg) {
-    const id = Number(msg.subject.slice(this.subject.length + 3));
+    const id = Number(msg.subject.slice(this._subject.length + 3));
     const h = msg.headers;
     if (h !== undefined && h.hasError) {
       // 503: no subscriber for the peer's subject.
-      if (this.owner) {
-        this.owner._settleRequest(id, makeError('ERR_PROCWIRE_PEER_UNREACHABLE',
-          `no subscriber on ${this.peer} (NATS ${h.status})`));
+      if (this._cb !== null) {
+        this._cb.onrequestfailed(id, makeError('ERR_PROCWIRE_PEER_UNREACHABLE',
+          `no subscriber on ${this._peer} (NATS ${h.status})`));
       }
       return;
     }
     if (h !== undefined && h.get(ERROR_HEADER)) {
       let error;
       try { error = JSON.parse(Buffer.from(msg.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
-      this.cb.onread([{ cmd: RESPONSE, id, ok: false, error }], undefined);
+      this._cb.onresponse(id, false, error);
       return;
     }
     let body;
     try {
       body = this._decode(msg.data);
     } catch (err) {
-      this.counts.decodeErrors++;
-      if (this.owner) this.owner._settleRequest(id, err);
+      this._counts.decodeErrors++;
+      if (this._cb !== null) this._cb.onrequestfailed(id, err);
       return;
     }
-    this.cb.onread([{ cmd: RESPONSE, id, ok: true, body }], undefined);
+    this._cb.onresponse(id, true, body);
   }
-}
-
-function bucket(n) {
-  return n < 2 ? 0 : Math.min(HIST - 1, 31 - Math.clz32(n));
 }
 
 // ---- the channel ----------------------------------------------------------------
@@ -607,7 +632,7 @@ function handleOptions(options, serialization) {
   const heartbeat = validateSize(options.heartbeat, 'heartbeat', DEFAULT_HEARTBEAT, 2 ** 31 - 1);
   return {
     serialization,
-    maxMessageSize: validateSize(options.maxMessageSize, 'maxMessageSize', 256 * 1024 * 1024),
+    maxMessageSize: validateSize(options.maxMessageSize, 'maxMessageSize', DEFAULT_MAX_MESSAGE_SIZE),
     heartbeat,
     peerTimeout: validateSize(options.peerTimeout, 'peerTimeout', heartbeat * 4, 2 ** 31 - 1),
   };
@@ -619,24 +644,22 @@ function newSubject(prefix) {
 
 // ---- listen -----------------------------------------------------------------------
 
-class NatsServer extends EventEmitter {
+class NatsServer extends ServerBase {
   constructor(servers, options) {
     super();
     this._servers = servers;
     this._options = options;
     this._subject = validateSubject(options.subject, 'options.subject');
-    this._queue = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
+    this._outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
     this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
     if (options.serialization !== undefined) validateSerialization(options.serialization);
     handleOptions(options, 'advanced');  // validates early
     this._link = null;
     this._sub = null;
-    this._closed = false;
-    this.channels = new Set();
   }
 
   address() {
-    return { servers: this._servers, subject: this._subject, queue: this._queue };
+    return { servers: this._servers, subject: this._subject, queue: this._outbox };
   }
 
   get connection() {
@@ -654,7 +677,7 @@ class NatsServer extends EventEmitter {
     link.acquire();
     this._onStatus = (s) => this.emit('status', s);
     link.listeners.add(this._onStatus);
-    this._sub = link.nc.subscribe(this._subject, { queue: this._queue, callback: (err, msg) => this._onHello(err, msg) });
+    this._sub = link.nc.subscribe(this._subject, { queue: this._outbox, callback: (err, msg) => this._onHello(err, msg) });
     // The subscription is registered once the server answers this PING.
     await link.nc.flush();
   }
@@ -669,8 +692,7 @@ class NatsServer extends EventEmitter {
 
   _onHello(err, msg) {
     if (err) {
-      const e = natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err);
-      if (this.listenerCount('error') > 0) this.emit('error', e); else process.emitWarning(e);
+      this._report(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
     if (this._closed) return;
@@ -697,10 +719,7 @@ class NatsServer extends EventEmitter {
     const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
       { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
     channel.subject = subject;
-    handle.owner = channel;
-    this.channels.add(channel);
-    channel.once('close', () => this.channels.delete(channel));
-    this.emit('channel', channel);
+    this._accept(channel);
     try {
       msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
     } catch (e) {
@@ -710,14 +729,9 @@ class NatsServer extends EventEmitter {
     handle.startHeartbeat();
   }
 
-  // Stops taking new channels; open channels stay open (the connection closes
-  // with the last of them).
-  close(callback) {
-    if (this._closed) {
-      if (callback) process.nextTick(callback);
-      return this;
-    }
-    this._closed = true;
+  // close() (ServerBase) stops taking new channels; open channels stay open
+  // (the connection closes with the last of them).
+  _stop() {
     if (this._sub) {
       try { this._sub.unsubscribe(); } catch { /* closed */ }
     }
@@ -725,28 +739,13 @@ class NatsServer extends EventEmitter {
       this._link.listeners.delete(this._onStatus);
       this._link.release();
     }
-    process.nextTick(() => {
-      this.emit('close');
-      if (callback) callback();
-    });
-    return this;
   }
-
-  ref() { return this; }
-  unref() { return this; }
 }
 
 function listen(target, options, onChannel) {
-  if (typeof options === 'function') {
-    onChannel = options;
-    options = undefined;
-  }
-  options = validateObject(options, 'options');
+  ({ options, onChannel } = listenArguments(options, onChannel));
   const server = new NatsServer(serversFor(target, options), options);
-  if (onChannel !== undefined) {
-    if (typeof onChannel !== 'function') throw invalidArg('onChannel must be a function');
-    server.on('channel', onChannel);
-  }
+  if (onChannel !== undefined) server.on('channel', onChannel);
   server.ready = new Promise((resolve, reject) => {
     server._start().then(() => {
       if (!server._closed) server.emit('listening');
@@ -814,10 +813,9 @@ async function connect(target, options) {
     handle.close();
     throw err;
   }
-  handle.peer = peer;
+  handle.setPeer(peer);
   const channel = new NatsChannel(null, channelOptions(options, serialization, handle, { subject: peer }));
   channel.subject = own;
-  handle.owner = channel;
   handle.startHeartbeat();
   return channel;
 }

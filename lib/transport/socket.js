@@ -1,26 +1,30 @@
 'use strict';
-// Named channels (unix sockets: a private directory or Linux's abstract
-// namespace) and TCP, with one Channel class for all of them.
+// The native socket backend: named channels (unix sockets: a private
+// directory or Linux's abstract namespace) and TCP, both a descriptor the
+// addon's NativeChannel owns. Unix sockets also carry descriptors, so they
+// take shared-memory segments and handles; TCP carries bytes only.
 
-const EventEmitter = require('events');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const dns = require('dns');
 const net = require('net');
-const { binding } = require('./native');
-const { Channel } = require('./channel');
-const { makeError, systemError } = require('./errors');
-const { invalidArg, validateObject, validateSize } = require('./validate');
-const auth = require('./auth');
+const { binding } = require('../native');
+const { Channel } = require('../channel');
+const { makeError, systemError } = require('../errors');
+const { invalidArg, validateObject, validateSize } = require('../validate');
+const auth = require('../auth');
+const { ServerBase, listenArguments, setReady } = require('./server');
+const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 
-const DEFAULT_HELLO_TIMEOUT = 5000;
 // Connections a server lets wait for their hello at once; past it the one
 // that has waited longest is closed (and reported as 'reject'), so a crowd of
 // silent peers costs a bounded amount.
 const DEFAULT_MAX_PENDING_HELLOS = 128;
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
+// The binding reports system errors as -errno; they are compared by name.
+const { errno } = os.constants;
 
 // Which secret a listener or connector uses, or null for none:
 //   options.auth === false        no handshake (explicitly insecure);
@@ -128,7 +132,7 @@ function channelOptions(options, address) {
   };
 }
 
-class Server extends EventEmitter {
+class Server extends ServerBase {
   // Made by listen(); called from user code with anything else, it throws a
   // coded error.
   constructor(address, options) {
@@ -140,7 +144,6 @@ class Server extends EventEmitter {
     this._address = address;
     this._options = options;
     this._listener = null;
-    this._closed = false;
     this._boundPort = null;
     this._secret = secretFor(address, options, 'server');
     this._keyFile = null;
@@ -151,7 +154,6 @@ class Server extends EventEmitter {
     this._pending = new Set();
     this._lastAcceptError = 0;
     this._suppressedAcceptErrors = 0;
-    this.channels = new Set();
     const uid = process.getuid();
     this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
     if (!Array.isArray(this._allowedUids) && this._allowedUids !== '*') {
@@ -175,7 +177,7 @@ class Server extends EventEmitter {
       this._host = host;
     } else {
       fd = binding.listenUnix(a.path, a.abstract, backlog);
-      if (fd === -98 /* EADDRINUSE */ && !a.abstract && this._removeIfStale(a.path)) {
+      if (fd === -errno.EADDRINUSE && !a.abstract && this._removeIfStale(a.path)) {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
       if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
@@ -208,7 +210,7 @@ class Server extends EventEmitter {
       binding.closeFd(r[0]);
       return false;
     }
-    if (r !== -111 /* ECONNREFUSED */) return false;
+    if (r !== -errno.ECONNREFUSED) return false;
     try {
       if (!fs.lstatSync(file).isSocket()) return false;
       fs.unlinkSync(file);
@@ -232,7 +234,7 @@ class Server extends EventEmitter {
         // Without SO_PEERCRED (the JS fallback answers -ENOSYS) the socket
         // file's 0600 mode is what admits only this user, so the default
         // same-uid policy holds; an explicit allow-list cannot be checked.
-        const unverifiable = cred === -38 && this._options.allowUids === undefined;
+        const unverifiable = cred === -errno.ENOSYS && this._options.allowUids === undefined;
         if (this._allowedUids !== '*' && !unverifiable && (peer === null || !this._allowedUids.includes(peer.uid))) {
           binding.closeFd(fd);
           this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
@@ -258,7 +260,7 @@ class Server extends EventEmitter {
     this._suppressedAcceptErrors = 0;
     const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
       suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
-    if (this.listenerCount('error') > 0) this.emit('error', err); else process.emitWarning(err);
+    this._report(err);
   }
 
   // Nothing the peer sends is delivered, and the user never sees the
@@ -293,100 +295,35 @@ class Server extends EventEmitter {
       });
   }
 
-  // TCP with TLS: node:tls does the encryption, so the channel runs over the
-  // TLS socket through StreamHandle (same Channel, same framing and codec).
-  _listenTls(host) {
-    const tls = require('tls');
-    return new Promise((resolve, reject) => {
-      // A connection that never completes its TLS handshake is cut off
-      // after helloTimeout (Node's own default is 120 s).
-      const handshakeTimeout = this._helloTimeout > 0 ? this._helloTimeout : undefined;
-      const srv = tls.createServer({ handshakeTimeout, ...this._options.tls }, (socket) => this._onTlsSocket(socket));
-      srv.on('tlsClientError', (err, socket) => {
-        if (socket) socket.destroy();
-        this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED', `TLS handshake failed: ${err.message}`, err));
-      });
-      srv.once('error', reject);
-      srv.listen(this._address.port, host, this._options.backlog || 511, () => {
-        srv.off('error', reject);
-        srv.on('error', (err) => { if (this.listenerCount('error') > 0) this.emit('error', err); });
-        this._tlsServer = srv;
-        this._boundPort = srv.address().port;
-        this._host = host;
-        resolve();
-      });
-    });
-  }
-
-  _onTlsSocket(socket) {
-    if (this._closed) {
-      socket.destroy();
-      return;
-    }
-    const { StreamHandle } = require('./stream-handle');
-    socket.setNoDelay(true);
-    const peer = { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized };
-    this._admit(new Channel(null, {
-      ...channelOptions(this._options, this._address), transport: 'tls', peer,
-      createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
-    }));
-  }
-
-  _accept(channel) {
-    this.channels.add(channel);
-    channel.once('close', () => this.channels.delete(channel));
-    this.emit('channel', channel);
-  }
-
-  // Stops accepting; open channels stay open. Removes the socket file.
-  close(callback) {
-    if (this._closed) {
-      if (callback) process.nextTick(callback);
-      return this;
-    }
-    this._closed = true;
+  // close() (ServerBase) stops accepting and removes the socket file.
+  _stop() {
     if (this._listener) this._listener.close();
-    if (this._tlsServer) this._tlsServer.close();
     if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
       unlinkIfSame(this._address.path, this._socketIno);
     }
     if (this._keyFile) unlinkIfSame(this._keyFile, this._keyIno);
-    process.nextTick(() => {
-      this.emit('close');
-      if (callback) callback();
-    });
-    return this;
   }
 
-  ref() { if (this._listener) this._listener.ref(); if (this._tlsServer) this._tlsServer.ref(); return this; }
-  unref() { if (this._listener) this._listener.unref(); if (this._tlsServer) this._tlsServer.unref(); return this; }
+  _refListener(on) {
+    if (this._listener) {
+      if (on) this._listener.ref(); else this._listener.unref();
+    }
+  }
 }
 
 // listen(address[, options][, onChannel]) -> Server. Emits 'listening' once
 // bound (unix sockets and numeric TCP hosts are bound before listen returns),
 // 'channel' for each accepted peer, 'reject' for peers refused by uid.
 function listen(target, options, onChannel) {
-  if (typeof target === 'string' && target.startsWith('nats://')) return require('./nats').listen(target, options, onChannel);
-  if (typeof options === 'function') {
-    onChannel = options;
-    options = undefined;
-  }
-  options = validateObject(options, 'options');
-  const address = resolveAddress(target);
-  const server = new Server(address, options);
-  if (onChannel !== undefined) {
-    if (typeof onChannel !== 'function') throw invalidArg('onChannel must be a function');
-    server.on('channel', onChannel);
-  }
-  const ready = () => process.nextTick(() => server.emit('listening'));
-  if (options.tls !== undefined && (address.kind !== 'tcp' || options.tls === null || typeof options.tls !== 'object')) {
+  ({ options, onChannel } = listenArguments(options, onChannel));
+  if (options.tls !== undefined) {
     throw invalidArg('options.tls (an object of node:tls options) applies to TCP addresses only');
   }
-  if (address.kind === 'tcp' && options.tls) {
-    numericHost(address.host).then((host) => server._closed ? undefined : server._listenTls(host))
-      .then(() => { if (!server._closed) ready(); })
-      .catch((err) => server.emit('error', makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
-  } else if (address.kind === 'tcp' && !net.isIP(address.host)) {
+  const address = resolveAddress(target);
+  const server = new Server(address, options);
+  if (onChannel !== undefined) server.on('channel', onChannel);
+  const ready = () => process.nextTick(() => server.emit('listening'));
+  if (address.kind === 'tcp' && !net.isIP(address.host)) {
     numericHost(address.host).then((host) => {
       if (server._closed) return;
       server._listenNow(host);
@@ -396,22 +333,15 @@ function listen(target, options, onChannel) {
     server._listenNow(address.kind === 'tcp' ? address.host : undefined);
     ready();
   }
-  server.ready = new Promise((resolve, reject) => {
-    server.once('listening', () => resolve(server));
-    server.once('error', reject);
-  });
-  server.ready.catch(() => {});
-  return server;
+  return setReady(server);
 }
 
 // connect(address[, options]) -> Promise<Channel>, resolved once connected.
 async function connect(target, options) {
-  if (typeof target === 'string' && target.startsWith('nats://')) return require('./nats').connect(target, options);
   options = validateObject(options, 'options');
   const address = resolveAddress(target);
   const secret = secretFor(address, options, 'client');
   const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
-  if (address.kind === 'tcp' && options.tls) return connectTls(address, options, secret, helloTimeout);
   let r;
   let where;
   if (address.kind === 'tcp') {
@@ -455,44 +385,8 @@ async function authenticateClient(channel, secret, address, helloTimeout) {
   }
 }
 
-async function connectTls(address, options, secret, helloTimeout) {
-  const tls = require('tls');
-  const { StreamHandle } = require('./stream-handle');
-  const host = address.host;
-  const started = Date.now();
-  const socket = tls.connect({
-    host, port: address.port, servername: net.isIP(host) ? undefined : host, ...options.tls,
-  });
-  await new Promise((resolve, reject) => {
-    // helloTimeout runs from the connect to the end of the hello, so a
-    // server that never answers the ClientHello cannot hold us forever.
-    const timer = helloTimeout > 0 ? setTimeout(() => {
-      socket.destroy();
-      reject(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
-        `TLS handshake with ${host}:${address.port} did not complete within ${helloTimeout} ms`));
-    }, helloTimeout) : null;
-    socket.once('secureConnect', () => {
-      if (timer !== null) clearTimeout(timer);
-      resolve();
-    });
-    socket.once('error', (err) => {
-      socket.destroy();
-      // A certificate the client does not trust is an authentication failure.
-      const code = err.code && /CERT|SELF_SIGNED|HOSTNAME|ALTNAME|UNABLE_TO_VERIFY/.test(err.code)
-        ? 'ERR_PROCWIRE_AUTH_FAILED' : 'ERR_PROCWIRE_CONNECT_FAILED';
-      if (timer !== null) clearTimeout(timer);
-      reject(makeError(code, `TLS connect to ${host}:${address.port} failed: ${err.message}`, err));
-    });
-  });
-  socket.setNoDelay(true);
-  const channel = new Channel(null, {
-    ...channelOptions(options, address), transport: 'tls',
-    peer: { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized },
-    createHandle: (callbacks, o) => new StreamHandle(socket, callbacks, o),
-  });
-  const left = helloTimeout > 0 ? Math.max(1, helloTimeout - (Date.now() - started)) : 0;
-  await authenticateClient(channel, secret, address, left);
-  return channel;
-}
-
-module.exports = { listen, connect, Server, resolveAddress, channelDirectory };
+module.exports = {
+  listen, connect, Server, resolveAddress, channelDirectory,
+  // For the backends built on this one (tls.js).
+  secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
+};

@@ -1,0 +1,87 @@
+'use strict';
+// The codec registry, like Node's lib/internal/child_process/serialization.js:
+// each codec is one object (name, the binding's format id, its framing,
+// encode, decode), and everything that needs a codec asks here by name. A new
+// codec is one entry in CODECS (and its format in ./formats.js).
+//
+// procwire.codec.advanced / procwire.codec.json: one message to one frame and
+// back, byte for byte as Node's child_process IPC does.
+//
+// advanced goes through the JavaScript fast path (./advanced-fast.js) first;
+// whatever that path declines (Map, Set, Error, proxies, hostile or unusual
+// bytes, ...) goes to V8's ValueSerializer/ValueDeserializer in the binding,
+// which write and read exactly what Node does.
+
+const { Buffer } = require('buffer');
+const { binding } = require('../native');
+const { makeError } = require('../errors');
+const { FORMATS } = require('./formats');
+const fast = require('./advanced-fast');
+// json is JSON.stringify/JSON.parse plus UTF-8 either way; done here in
+// JavaScript (Node's own path) it skips the native call and the external
+// Buffer the binding returns, which measured as fast or faster for every
+// shape of bench/codec.js. Same bytes and coded errors as the binding
+// (test/fallback.test.js compares them).
+const jsCodec = require('../fallback/codec');
+
+jsCodec.setup(Buffer, makeError);
+
+if (typeof binding.arrayExtraKeys === 'function') fast.configure({ arrayExtraKeys: binding.arrayExtraKeys });
+
+const NOT_FAST = fast.NOT_FAST;
+
+function invalidArg(message) {
+  return makeError('ERR_PROCWIRE_INVALID_ARG', message);
+}
+
+function checkPayload(payload) {
+  if (!ArrayBuffer.isView(payload)) throw invalidArg('payload must be a Buffer, TypedArray or DataView');
+}
+
+// name -> { name, id, framing, headerBytes, trailerBytes, encode, decode }
+//   encode(value) -> Buffer holding a whole frame
+//   decode(payload) -> value (payload: the frame without its framing bytes)
+const CODECS = new Map();
+
+function register(format, encode, decode) {
+  CODECS.set(format.name, Object.freeze({
+    ...format,
+    encode,
+    decode(payload) {
+      checkPayload(payload);
+      return decode(payload);
+    },
+  }));
+}
+
+register(FORMATS.advanced,
+  (value) => {
+    const frame = fast.encodeCopy(value);
+    return frame !== null ? frame : binding.encode(FORMATS.advanced.id, value);
+  },
+  (payload) => {
+    const value = fast.decode(payload, false);
+    return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, payload);
+  });
+register(FORMATS.json, jsCodec.encodeJson, jsCodec.decodeJson);
+
+// The codec called `name`, or undefined.
+function codecFor(name) {
+  return CODECS.get(name);
+}
+
+// Every registered codec's name, for validation messages.
+function codecNames() {
+  return [...CODECS.keys()];
+}
+
+// The public procwire.codec: one property per codec. The registry functions
+// live beside it (not enumerable), for lib/ only.
+const publicCodecs = {};
+for (const [name, codec] of CODECS) publicCodecs[name] = codec;
+Object.defineProperties(publicCodecs, {
+  codecFor: { value: codecFor },
+  codecNames: { value: codecNames },
+});
+
+module.exports = publicCodecs;

@@ -1,0 +1,42 @@
+'use strict';
+// The one place an address chooses its backend. Each scheme: a name, a test
+// on (target, options), and the backend module, which exports
+// listen(target[, options][, onChannel]) -> server and
+// connect(target[, options]) -> Promise<Channel>. The first match wins; a
+// new transport is one file in this folder and one line here.
+//
+//   'nats://host:port'            NATS (./nats.js)
+//   { port, host } + options.tls  TLS over TCP (./tls.js)
+//   { port, host }                TCP (./socket.js)
+//   name, path, { path }, { name, abstract }   unix sockets (./socket.js)
+
+const SCHEMES = [
+  { name: 'nats', matches: (target) => typeof target === 'string' && /^nats:\/\//i.test(target), load: () => require('./nats') },
+  { name: 'tls', matches: (target, options) => isTcp(target) && Boolean(options && options.tls), load: () => require('./tls') },
+  { name: 'socket', matches: () => true, load: () => require('./socket') },
+];
+
+function isTcp(target) {
+  return target !== null && typeof target === 'object' && target.port !== undefined;
+}
+
+// The backend module for an address. Modules load on first use, so the
+// optional `nats` package is only required by those who use it.
+function backendFor(target, options) {
+  const opts = typeof options === 'object' && options !== null ? options : undefined;
+  for (const scheme of SCHEMES) {
+    if (scheme.matches(target, opts)) return scheme.load();
+  }
+  /* c8 ignore next */
+  throw new Error('unreachable: the socket scheme matches every address');
+}
+
+function listen(target, options, onChannel) {
+  return backendFor(target, options).listen(target, options, onChannel);
+}
+
+async function connect(target, options) {
+  return backendFor(target, options).connect(target, options);
+}
+
+module.exports = { listen, connect, backendFor, SCHEMES };

@@ -1,0 +1,91 @@
+'use strict';
+// The code's layout keeps its promises: the stats layout and the codec ids
+// are defined once per language and agree, every backend keeps the contract,
+// and lib/ has no import cycle.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const path = require('path');
+const { STATS } = require('../lib/stats');
+const { FORMATS } = require('../lib/codec/formats');
+const native = require('../lib/native');
+const { SCHEMES, backendFor } = require('../lib/transport');
+const { checkHandle, capabilities } = require('../lib/transport/contract');
+
+const root = path.join(__dirname, '..');
+
+test('the stats layout of src/core/channel_stats.h and lib/stats.js agree', () => {
+  const header = fs.readFileSync(path.join(root, 'src/core/channel_stats.h'), 'utf8');
+  const fields = [...header.matchAll(/\{"(\w+)", k\w+\}/g)].map((m) => m[1]);
+  const js = Object.keys(STATS).filter((k) => k !== 'length' && k !== 'histogramBuckets');
+  assert.deepStrictEqual(fields, js);
+  if (native.native) assert.deepStrictEqual({ ...native.binding.statsLayout }, { ...STATS });
+});
+
+test('codec ids match WireFormat in src/core/frame_reader.h', () => {
+  const header = fs.readFileSync(path.join(root, 'src/core/frame_reader.h'), 'utf8');
+  const m = header.match(/enum class WireFormat : uint8_t \{ kAdvanced = (\d+), kJson = (\d+) \}/);
+  assert.ok(m, 'WireFormat is defined');
+  assert.strictEqual(FORMATS.advanced.id, Number(m[1]));
+  assert.strictEqual(FORMATS.json.id, Number(m[2]));
+});
+
+test('addresses choose their backend in lib/transport/index.js', () => {
+  assert.deepStrictEqual(SCHEMES.map((s) => s.name), ['nats', 'tls', 'socket']);
+  assert.strictEqual(backendFor('nats://127.0.0.1:4222', {}), require('../lib/transport/nats'));
+  assert.strictEqual(backendFor({ port: 1 }, { tls: {} }), require('../lib/transport/tls'));
+  assert.strictEqual(backendFor({ port: 1 }, {}), require('../lib/transport/socket'));
+  assert.strictEqual(backendFor('name', undefined), require('../lib/transport/socket'));
+  assert.strictEqual(backendFor({ path: '/x.sock' }, { tls: {} }), require('../lib/transport/socket'));
+});
+
+test('checkHandle() refuses a handle that breaks the contract, with a coded error', () => {
+  const ok = {};
+  for (const m of ['write', 'writeBuffer', 'flush', 'readStart', 'readStop', 'ref', 'unref', 'close', 'stats']) {
+    ok[m] = () => 0;
+  }
+  assert.strictEqual(checkHandle(ok, 'test').requests, false);
+  const { close, ...noClose } = ok;
+  assert.strictEqual(typeof close, 'function');
+  assert.throws(() => checkHandle(noClose, 'test'), { code: 'ERR_PROCWIRE_INVALID_ARG', message: /close\(\)/ });
+  assert.throws(() => checkHandle(null, 'test'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => checkHandle({ ...ok, capabilities: capabilities({ requests: true }) }, 'test'),
+    { code: 'ERR_PROCWIRE_INVALID_ARG', message: /writeRequest/ });
+  assert.throws(() => capabilities({ teleport: true }), TypeError);
+});
+
+// Walks lib/'s require() graph from every file; a cycle makes module load
+// order matter and hands some module a half-built exports object.
+test('lib/ has no import cycle', () => {
+  const files = [];
+  (function walk(dir) {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p); else if (e.name.endsWith('.js')) files.push(p);
+    }
+  })(path.join(root, 'lib'));
+  const edges = new Map();
+  for (const file of files) {
+    const src = fs.readFileSync(file, 'utf8');
+    const deps = [];
+    for (const m of src.matchAll(/require\('(\.{1,2}\/[^']+)'\)/g)) {
+      deps.push(require.resolve(path.resolve(path.dirname(file), m[1])));
+    }
+    edges.set(file, deps);
+  }
+  const state = new Map();
+  const stack = [];
+  function visit(file) {
+    if (state.get(file) === 'done') return;
+    if (state.get(file) === 'open') {
+      const cycle = stack.slice(stack.indexOf(file)).concat(file).map((f) => path.relative(root, f));
+      assert.fail(`import cycle: ${cycle.join(' -> ')}`);
+    }
+    state.set(file, 'open');
+    stack.push(file);
+    for (const dep of edges.get(file) || []) visit(dep);
+    stack.pop();
+    state.set(file, 'done');
+  }
+  for (const file of files) visit(file);
+});
