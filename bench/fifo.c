@@ -29,8 +29,8 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
+static int write_all(int fd, const void* buf, size_t len) {
+  const char* p = buf;
   while (len > 0) {
     ssize_t n = write(fd, p, len);
     if (n < 0) {
@@ -43,8 +43,8 @@ static int write_all(int fd, const void *buf, size_t len) {
   return 0;
 }
 
-static int read_all(int fd, void *buf, size_t len) {
-  char *p = buf;
+static int read_all(int fd, void* buf, size_t len) {
+  char* p = buf;
   while (len > 0) {
     ssize_t n = read(fd, p, len);
     if (n < 0) {
@@ -59,7 +59,7 @@ static int read_all(int fd, void *buf, size_t len) {
 }
 
 static void child_loop(int in, int out, size_t max_size) {
-  char *buf = malloc(max_size ? max_size : 1);
+  char* buf = malloc(max_size ? max_size : 1);
   if (!buf) _exit(2);
   for (;;) {
     uint64_t hdr[2];
@@ -71,7 +71,7 @@ static void child_loop(int in, int out, size_t max_size) {
   }
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s <budget_ms> <max_iters> <size>...\n", argv[0]);
     return 2;
@@ -101,8 +101,8 @@ int main(int argc, char **argv) {
   }
   close(down[0]);
   close(up[1]);
-  char *payload = malloc(max_size ? max_size : 1);
-  uint64_t *lats = malloc(sizeof(uint64_t) * (size_t)(max_iters + 3));
+  char* payload = malloc(max_size ? max_size : 1);
+  uint64_t* lats = malloc(sizeof(uint64_t) * (size_t)(max_iters + 3));
   if (!payload || !lats) return 1;
   memset(payload, '.', max_size);
   int rc = 0;

@@ -53,7 +53,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void die(const char *what) {
+static void die(const char* what) {
   perror(what);
   exit(1);
 }
@@ -77,26 +77,26 @@ struct ring_hdr {
 };
 
 struct ring {
-  struct ring_hdr *h;
-  uint8_t *data;
+  struct ring_hdr* h;
+  uint8_t* data;
   uint64_t cap;
-  uint64_t pos;    /* writer: head; reader: tail (private copies) */
-  uint64_t other;  /* the last value read of the other side's index */
-  int efd;         /* signalled to wake this ring's reader */
+  uint64_t pos;   /* writer: head; reader: tail (private copies) */
+  uint64_t other; /* the last value read of the other side's index */
+  int efd;        /* signalled to wake this ring's reader */
 };
 
 static size_t rec_space(size_t n) { return REC_HDR + ((n + 7) & ~(size_t)7); }
 
-static void ring_create(struct ring *r, uint64_t cap) {
+static void ring_create(struct ring* r, uint64_t cap) {
   int fd = (int)syscall(SYS_memfd_create, "ring-bench", 1u /* MFD_CLOEXEC */);
   if (fd < 0) die("memfd_create");
   if (ftruncate(fd, (off_t)(HDR_PAGE + cap)) < 0) die("ftruncate");
-  void *p = mmap(NULL, HDR_PAGE + cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = mmap(NULL, HDR_PAGE + cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) die("mmap");
   close(fd);
   memset(r, 0, sizeof *r);
   r->h = p;
-  r->data = (uint8_t *)p + HDR_PAGE;
+  r->data = (uint8_t*)p + HDR_PAGE;
   r->cap = cap;
   r->h->capacity = cap;
   r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -105,11 +105,12 @@ static void ring_create(struct ring *r, uint64_t cap) {
 
 /* Writes one record; returns 0, or -1 when it does not fit now. The bench
  * sizes its rings so that the in-flight window always fits. */
-static int ring_write(struct ring *r, const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+static int ring_write(struct ring* r, const uint8_t* a, size_t an, const uint8_t* b, size_t bn) {
   size_t n = an + bn, need = rec_space(n);
   size_t off = (size_t)(r->pos & (r->cap - 1)), contig = (size_t)r->cap - off;
   if (need > contig) {
-    if (r->cap - (r->pos - r->other) < contig) r->other = atomic_load_explicit(&r->h->tail, memory_order_acquire);
+    if (r->cap - (r->pos - r->other) < contig)
+      r->other = atomic_load_explicit(&r->h->tail, memory_order_acquire);
     if (r->cap - (r->pos - r->other) < contig) return -1;
     uint32_t w[2] = {(uint32_t)(contig - REC_HDR), KIND_WRAP};
     memcpy(r->data + off, w, 8);
@@ -129,7 +130,7 @@ static int ring_write(struct ring *r, const uint8_t *a, size_t an, const uint8_t
 }
 
 /* After a batch of writes: signal the reader if it announced sleep. */
-static void ring_wake_reader(struct ring *r) {
+static void ring_wake_reader(struct ring* r) {
   atomic_thread_fence(memory_order_seq_cst);
   if (atomic_load_explicit(&r->h->consumer_sleeping, memory_order_relaxed) &&
       atomic_exchange(&r->h->consumer_sleeping, 0)) {
@@ -140,12 +141,15 @@ static void ring_wake_reader(struct ring *r) {
 
 /* The next record, or NULL when empty. The indices are validated as in
  * src/core/ring.cc; a bad one aborts the bench. */
-static const uint8_t *ring_peek(struct ring *r, size_t *n, size_t *space) {
+static const uint8_t* ring_peek(struct ring* r, size_t* n, size_t* space) {
   for (int step = 0; step < 2; step++) {
     if (r->other == r->pos) {
       r->other = atomic_load_explicit(&r->h->head, memory_order_acquire);
       if (r->other == r->pos) return NULL;
-      if (r->other - r->pos > r->cap) { fprintf(stderr, "bad head\n"); exit(1); }
+      if (r->other - r->pos > r->cap) {
+        fprintf(stderr, "bad head\n");
+        exit(1);
+      }
     }
     size_t off = (size_t)(r->pos & (r->cap - 1)), contig = (size_t)r->cap - off;
     uint32_t w[2];
@@ -167,14 +171,14 @@ static const uint8_t *ring_peek(struct ring *r, size_t *n, size_t *space) {
   exit(1);
 }
 
-static void ring_consume(struct ring *r, size_t space) {
+static void ring_consume(struct ring* r, size_t space) {
   r->pos += space;
   atomic_store_explicit(&r->h->tail, r->pos, memory_order_release);
 }
 
 /* Waits until the ring has a record: spins within an adaptive budget, then
  * announces sleep, re-checks, and sleeps on the eventfd. */
-static void ring_wait(struct ring *r, uint32_t *budget) {
+static void ring_wait(struct ring* r, uint32_t* budget) {
   size_t n, s;
   for (uint32_t i = 0; i < *budget; i++) {
     cpu_relax();
@@ -200,7 +204,7 @@ static void ring_wait(struct ring *r, uint32_t *budget) {
 
 /* ---- socketpair helpers ------------------------------------------------- */
 
-static void write_all(int fd, const uint8_t *p, size_t n) {
+static void write_all(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
@@ -217,12 +221,12 @@ static void write_all(int fd, const uint8_t *p, size_t n) {
   }
 }
 
-static uint32_t be32(const uint8_t *p) {
+static uint32_t be32(const uint8_t* p) {
   return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
 /* Counts whole frames in buf[0, *len) and keeps the partial tail at the start. */
-static size_t count_frames(uint8_t *buf, size_t *len) {
+static size_t count_frames(uint8_t* buf, size_t* len) {
   size_t pos = 0, frames = 0;
   while (*len - pos >= 4) {
     size_t f = 4 + (size_t)be32(buf + pos);
@@ -239,15 +243,15 @@ static size_t count_frames(uint8_t *buf, size_t *len) {
 
 struct transport {
   int ring;
-  int sock;            /* socketpair: this side's end */
+  int sock;             /* socketpair: this side's end */
   struct ring down, up; /* ring: parent -> child, child -> parent */
-  uint8_t *buf;
+  uint8_t* buf;
   size_t buf_size, buf_len;
 };
 
-static void child_echo(struct transport *t) {
+static void child_echo(struct transport* t) {
   if (!t->ring) {
-    uint8_t *out = malloc(t->buf_size);
+    uint8_t* out = malloc(t->buf_size);
     for (;;) {
       ssize_t n = read(t->sock, t->buf + t->buf_len, t->buf_size - t->buf_len);
       if (n < 0 && errno == EINTR) continue;
@@ -271,14 +275,17 @@ static void child_echo(struct transport *t) {
   uint32_t budget = 1024;
   for (;;) {
     size_t n, space;
-    const uint8_t *p = ring_peek(&t->down, &n, &space);
+    const uint8_t* p = ring_peek(&t->down, &n, &space);
     if (!p) {
       if (getppid() == 1) _exit(0);
       ring_wait(&t->down, &budget);
       continue;
     }
     while (p) {
-      if (ring_write(&t->up, p, n, NULL, 0) < 0) { fprintf(stderr, "up ring full\n"); _exit(3); }
+      if (ring_write(&t->up, p, n, NULL, 0) < 0) {
+        fprintf(stderr, "up ring full\n");
+        _exit(3);
+      }
       ring_consume(&t->down, space);
       p = ring_peek(&t->down, &n, &space);
     }
@@ -287,10 +294,13 @@ static void child_echo(struct transport *t) {
 }
 
 /* Sends one frame of `size` bytes. */
-static void send_frame(struct transport *t, const uint8_t *payload, size_t size, uint8_t *out, size_t *olen) {
+static void send_frame(struct transport* t, const uint8_t* payload, size_t size, uint8_t* out, size_t* olen) {
   uint8_t h[4] = {(uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8), (uint8_t)size};
   if (t->ring) {
-    if (ring_write(&t->down, h, 4, payload, size) < 0) { fprintf(stderr, "down ring full\n"); exit(3); }
+    if (ring_write(&t->down, h, 4, payload, size) < 0) {
+      fprintf(stderr, "down ring full\n");
+      exit(3);
+    }
     return;
   }
   memcpy(out + *olen, h, 4);
@@ -301,7 +311,7 @@ static void send_frame(struct transport *t, const uint8_t *payload, size_t size,
 /* Frames echoed while the parent was still writing, not yet reported. */
 static size_t early_frames;
 
-static void flush(struct transport *t, uint8_t *out, size_t *olen) {
+static void flush(struct transport* t, uint8_t* out, size_t* olen) {
   if (t->ring) {
     ring_wake_reader(&t->down);
     return;
@@ -332,11 +342,11 @@ static void flush(struct transport *t, uint8_t *out, size_t *olen) {
 }
 
 /* Waits for at least one echoed frame; returns how many arrived. */
-static size_t receive_frames(struct transport *t, uint32_t *budget) {
+static size_t receive_frames(struct transport* t, uint32_t* budget) {
   if (t->ring) {
     for (;;) {
       size_t n, space, got = 0;
-      const uint8_t *p;
+      const uint8_t* p;
       while ((p = ring_peek(&t->up, &n, &space)) != NULL) {
         (void)p;
         ring_consume(&t->up, space);
@@ -365,8 +375,8 @@ static size_t receive_frames(struct transport *t, uint32_t *budget) {
   }
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+static int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
   return x < y ? -1 : x > y;
 }
 
@@ -390,8 +400,8 @@ static void measure(int use_ring, int pin, double warm_ms, double window_ms, dou
   /* Room for a full window of frames at any moment, with slack. */
   t.buf_size = 2 * IN_FLIGHT * (size + 4) + 65536;
   t.buf = malloc(t.buf_size);
-  uint8_t *out = malloc(t.buf_size);
-  uint8_t *payload = malloc(size ? size : 1);
+  uint8_t* out = malloc(t.buf_size);
+  uint8_t* payload = malloc(size ? size : 1);
   if (!t.buf || !out || !payload) die("malloc");
   memset(payload, '.', size);
   int sv[2] = {-1, -1};
@@ -448,7 +458,7 @@ static void measure(int use_ring, int pin, double warm_ms, double window_ms, dou
   while (inflight > 0) inflight -= receive_frames(&t, &budget);
   /* Sequential: one frame at a time. */
   size_t cap_samples = 1 << 20, n = 0;
-  uint64_t *lat = malloc(sizeof(uint64_t) * cap_samples);
+  uint64_t* lat = malloc(sizeof(uint64_t) * cap_samples);
   start = now_ns();
   while (n < cap_samples && (n < 5 || (double)(now_ns() - start) / 1e6 < lat_ms)) {
     uint64_t s = now_ns();
@@ -479,14 +489,17 @@ static void measure(int use_ring, int pin, double warm_ms, double window_ms, dou
   free(payload);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 7) {
-    fprintf(stderr, "usage: %s <socketpair|ring> <pin 0|1> <warm_ms> <window_ms> <lat_ms> <size>...\n", argv[0]);
+    fprintf(stderr, "usage: %s <socketpair|ring> <pin 0|1> <warm_ms> <window_ms> <lat_ms> <size>...\n",
+            argv[0]);
     return 2;
   }
   int use_ring;
-  if (strcmp(argv[1], "ring") == 0) use_ring = 1;
-  else if (strcmp(argv[1], "socketpair") == 0) use_ring = 0;
+  if (strcmp(argv[1], "ring") == 0)
+    use_ring = 1;
+  else if (strcmp(argv[1], "socketpair") == 0)
+    use_ring = 0;
   else {
     fprintf(stderr, "unknown transport %s\n", argv[1]);
     return 2;
@@ -494,6 +507,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   int pin = atoi(argv[2]);
   double warm = atof(argv[3]), window = atof(argv[4]), lat = atof(argv[5]);
-  for (int i = 6; i < argc; i++) measure(use_ring, pin, warm, window, lat, (size_t)strtoull(argv[i], NULL, 10));
+  for (int i = 6; i < argc; i++)
+    measure(use_ring, pin, warm, window, lat, (size_t)strtoull(argv[i], NULL, 10));
   return 0;
 }

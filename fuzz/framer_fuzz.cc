@@ -53,13 +53,12 @@ constexpr size_t kMaxSizes[8] = {0, 1, 2, 5, 16, 100, 4096, size_t{1} << 30};
 constexpr size_t kSlack = 512 * 1024 + 64;
 
 // Aborts with a message; libFuzzer then saves the input as a crash.
-#define FUZZ_CHECK(cond)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                   \
-      std::abort();                                                          \
-    }                                                                        \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 struct Expected {
@@ -127,7 +126,8 @@ void OnFrame(State& st, const FrameReader::Frame& f) {
     FUZZ_CHECK(f.chunk_offset == 0);
   }
   FUZZ_CHECK(f.size == 0 || f.data != nullptr);
-  FUZZ_CHECK(procwire::ScanForOversizedBuffers(f.data, f.size, UINT64_MAX) != procwire::ScanResult::kTooLarge);
+  FUZZ_CHECK(procwire::ScanForOversizedBuffers(f.data, f.size, UINT64_MAX) !=
+             procwire::ScanResult::kTooLarge);
   (void)procwire::ScanForOversizedBuffers(f.data, f.size, 0);
   st.frames.emplace_back(reinterpret_cast<const char*>(f.data), f.size);
   st.delivered_bytes += f.size;

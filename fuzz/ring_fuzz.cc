@@ -40,13 +40,12 @@ using procwire::RingReader;
 using procwire::RingStatus;
 using procwire::RingWriter;
 
-#define FUZZ_CHECK(cond)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                   \
-      std::abort();                                                          \
-    }                                                                        \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 // A small ring makes wraps and every edge reachable from short inputs.

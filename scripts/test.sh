@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite (npm test): native unit tests and fuzzing under
+# The whole test suite (npm test): lint and format checks, native unit tests and fuzzing under
 # sanitizers, then the JavaScript suites on every supported Node line
 # (20 = this machine's node, 22, 24 and 26 from the npm registry).
 #
@@ -23,6 +23,9 @@ count() {
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0}))
 }
+
+echo "== lint: ESLint and clang-format =="
+if bash scripts/lint.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
 
 echo "== native: GoogleTest under ASan/UBSan, libFuzzer =="
 if [ -f scripts/test-native.sh ]; then

@@ -10,7 +10,6 @@ const assert = require('node:assert');
 const fs = require('fs');
 const net = require('net');
 const path = require('path');
-const childProcess = require('child_process');
 const { once } = require('events');
 const procwire = require('..');
 const { namedPair } = require('./helpers/pair');

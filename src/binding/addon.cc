@@ -36,8 +36,7 @@ using v8::Object;
 using v8::String;
 using v8::Value;
 
-AddonData::AddonData(Isolate* isolate_)
-    : isolate(isolate_), loop(node::GetCurrentEventLoop(isolate_)) {}
+AddonData::AddonData(Isolate* isolate_) : isolate(isolate_), loop(node::GetCurrentEventLoop(isolate_)) {}
 
 AddonData::~AddonData() = default;
 
@@ -50,8 +49,7 @@ Local<String> OneByteString(Isolate* isolate, const char* s) {
 MaybeLocal<Value> MakeCodedError(AddonData* data, Local<Context> context, const char* code,
                                  const char* message, Local<Value> cause) {
   Isolate* isolate = data->isolate;
-  Local<Value> argv[] = {OneByteString(isolate, code),
-                         String::NewFromUtf8(isolate, message).ToLocalChecked(),
+  Local<Value> argv[] = {OneByteString(isolate, code), String::NewFromUtf8(isolate, message).ToLocalChecked(),
                          cause.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : cause};
   return data->make_error.Get(isolate)->Call(context, v8::Undefined(isolate), 3, argv);
 }
@@ -126,12 +124,12 @@ void Decode(const FunctionCallbackInfo<Value>& args) {
 // The stream framer exposed to JS. Owned by its JS wrapper (weak callback).
 class FramerWrap {
  public:
-  FramerWrap(Isolate* isolate, Local<Object> wrapper, WireFormat format, size_t max)
-      : reader(format, max) {
+  FramerWrap(Isolate* isolate, Local<Object> wrapper, WireFormat format, size_t max) : reader(format, max) {
     SetWrapped(wrapper, this);
     self_.Reset(isolate, wrapper);
-    self_.SetWeak(this, [](const v8::WeakCallbackInfo<FramerWrap>& info) { delete info.GetParameter(); },
-                  v8::WeakCallbackType::kParameter);
+    self_.SetWeak(
+        this, [](const v8::WeakCallbackInfo<FramerWrap>& info) { delete info.GetParameter(); },
+        v8::WeakCallbackType::kParameter);
   }
   FrameReader reader;
 
@@ -167,20 +165,17 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
   std::vector<Local<Value>> errors;
   const WireFormat format = self->reader.format();
   v8::TryCatch try_catch(isolate);
-  const FramingError fe =
-      self->reader.Push(chunk, view->ByteLength(), [&](const FrameReader::Frame& frame) {
-        Local<Value> value;
-        if (DecodePayload(data, context, format, frame.data, frame.size,
-                          frame.in_place ? &memory : nullptr, &value, nullptr,
-                          self->reader.max_payload_size())) {
-          messages.push_back(value);
-          return;
-        }
-        errors.push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages.size())));
-        errors.push_back(try_catch.HasCaught() ? try_catch.Exception()
-                                               : Local<Value>(v8::Undefined(isolate)));
-        try_catch.Reset();
-      });
+  const FramingError fe = self->reader.Push(chunk, view->ByteLength(), [&](const FrameReader::Frame& frame) {
+    Local<Value> value;
+    if (DecodePayload(data, context, format, frame.data, frame.size, frame.in_place ? &memory : nullptr,
+                      &value, nullptr, self->reader.max_payload_size())) {
+      messages.push_back(value);
+      return;
+    }
+    errors.push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages.size())));
+    errors.push_back(try_catch.HasCaught() ? try_catch.Exception() : Local<Value>(v8::Undefined(isolate)));
+    try_catch.Reset();
+  });
   if (try_catch.HasTerminated()) {
     try_catch.ReThrow();
     return;
@@ -202,11 +197,10 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
       return;
     }
   }
-  Local<Value> result[] = {
-      Array::New(isolate, messages.data(), messages.size()),
-      errors.empty() ? Local<Value>(v8::Undefined(isolate))
-                     : Local<Value>(Array::New(isolate, errors.data(), errors.size())),
-      fatal};
+  Local<Value> result[] = {Array::New(isolate, messages.data(), messages.size()),
+                           errors.empty() ? Local<Value>(v8::Undefined(isolate))
+                                          : Local<Value>(Array::New(isolate, errors.data(), errors.size())),
+                           fatal};
   args.GetReturnValue().Set(Array::New(isolate, result, 3));
 }
 
@@ -264,8 +258,8 @@ void SetBlocking(const FunctionCallbackInfo<Value>& args) {
 // listenUnix(path, abstract, backlog) -> fd or -errno
 void ListenUnixJs(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[2]->IsInt32());
-  args.GetReturnValue().Set(ListenUnix(StringArg(args.GetIsolate(), args[0]), args[1]->IsTrue(),
-                                       args[2].As<Integer>()->Value()));
+  args.GetReturnValue().Set(
+      ListenUnix(StringArg(args.GetIsolate(), args[0]), args[1]->IsTrue(), args[2].As<Integer>()->Value()));
 }
 
 // connectUnix(path, abstract) -> [fd, inProgress] or -errno

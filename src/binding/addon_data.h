@@ -58,12 +58,11 @@ struct AddonData {
 
 // Makes an error through the JS factory: an instance of the class for `code`.
 // Returns an empty handle if the factory itself threw.
-v8::MaybeLocal<v8::Value> MakeCodedError(AddonData* data, v8::Local<v8::Context> context,
-                                         const char* code, const char* message,
+v8::MaybeLocal<v8::Value> MakeCodedError(AddonData* data, v8::Local<v8::Context> context, const char* code,
+                                         const char* message,
                                          v8::Local<v8::Value> cause = v8::Local<v8::Value>());
 // Throws such an error (or lets the factory's own exception stand).
-void ThrowCodedError(AddonData* data, v8::Local<v8::Context> context, const char* code,
-                     const char* message);
+void ThrowCodedError(AddonData* data, v8::Local<v8::Context> context, const char* code, const char* message);
 
 v8::Local<v8::String> OneByteString(v8::Isolate* isolate, const char* s);
 

@@ -151,9 +151,8 @@ struct Counters {
 
 class NativeChannel final : public Closable {
  public:
-  NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
-                WireFormat format, size_t max_message_size, bool connecting,
-                Local<Object> callbacks, double ool_threshold)
+  NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd, WireFormat format,
+                size_t max_message_size, bool connecting, Local<Object> callbacks, double ool_threshold)
       : data_(data),
         fd_(fd),
         reader_(format, max_message_size),
@@ -199,8 +198,7 @@ class NativeChannel final : public Closable {
     }
     const double ool_threshold = args[5]->IsNumber() ? args[5].As<Number>()->Value() : -1;
     const int fd = args[0].As<Integer>()->Value();
-    const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson
-                                                                  : WireFormat::kAdvanced;
+    const WireFormat format = args[1].As<Integer>()->Value() == 1 ? WireFormat::kJson : WireFormat::kAdvanced;
     const double max = args[2].As<Number>()->Value();
     if (!(max >= 0)) return bad("NativeChannel: maxMessageSize must be a non-negative number");
     struct stat st;
@@ -215,16 +213,15 @@ class NativeChannel final : public Closable {
       if (!args[4].As<Object>()->Get(context, OneByteString(args.GetIsolate(), name)).ToLocal(&fn)) return;
       if (!fn->IsFunction()) return bad("NativeChannel: callbacks need onread, onwrite, onend and onconnect");
     }
-    NativeChannel* self = new NativeChannel(data, context, args.This(), fd, format,
-                                            static_cast<size_t>(max), args[3]->IsTrue(),
-                                            args[4].As<Object>(), ool_threshold);
+    NativeChannel* self = new NativeChannel(data, context, args.This(), fd, format, static_cast<size_t>(max),
+                                            args[3]->IsTrue(), args[4].As<Object>(), ool_threshold);
     if (args[6]->IsFloat64Array()) {
       // Counters JavaScript reads without a call: [segment bytes sent,
       // segments sent]. The array stays alive with the channel.
       Local<v8::Float64Array> shared = args[6].As<v8::Float64Array>();
       self->shared_counters_.Reset(args.GetIsolate(), shared);
-      self->shared_ = reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) +
-                                                shared->ByteOffset());
+      self->shared_ =
+          reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) + shared->ByteOffset());
     }
   }
 
@@ -251,7 +248,8 @@ class NativeChannel final : public Closable {
         Local<Value> item;
         if (!list->Get(context, i).ToLocal(&item)) return;
         if (!item->IsArrayBuffer()) {
-          ThrowCodedError(self->data_, context, "ERR_PROCWIRE_INVALID_ARG", "the transfer list holds only ArrayBuffers");
+          ThrowCodedError(self->data_, context, "ERR_PROCWIRE_INVALID_ARG",
+                          "the transfer list holds only ArrayBuffers");
           return;
         }
         if (item.As<ArrayBuffer>()->WasDetached()) {
@@ -519,8 +517,10 @@ class NativeChannel final : public Closable {
     std::free(frame.data);
     frame.data = nullptr;
     char message[160];
-    std::snprintf(message, sizeof(message), "message of %llu bytes exceeds maxMessageSize (%llu bytes); nothing was sent",
-                  static_cast<unsigned long long>(payload + segment_bytes), static_cast<unsigned long long>(max));
+    std::snprintf(message, sizeof(message),
+                  "message of %llu bytes exceeds maxMessageSize (%llu bytes); nothing was sent",
+                  static_cast<unsigned long long>(payload + segment_bytes),
+                  static_cast<unsigned long long>(max));
     ThrowCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message);
     return false;
   }
@@ -784,8 +784,7 @@ class NativeChannel final : public Closable {
     } else if (end_status == -1000) {
       Local<Value> err;
       char message[160];
-      std::snprintf(message, sizeof(message),
-                    "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
+      std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
                     static_cast<unsigned long long>(reader_.error_declared_size()),
                     static_cast<unsigned long long>(reader_.max_payload_size()));
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
@@ -810,7 +809,9 @@ class NativeChannel final : public Closable {
       // acknowledge them to the sender, whose in-flight count bounds them.
       // frameBytes: every byte this batch cost us (frames and their
       // segments), so JavaScript can bound a backlog in bytes.
-      Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
+      Local<Value> argv[] = {list,
+                             error_list,
+                             Number::New(isolate, taken_segments_),
                              Number::New(isolate, taken_segment_bytes_),
                              Number::New(isolate, frame_bytes_ + taken_segment_bytes_),
                              handle_fds.empty()
@@ -826,7 +827,8 @@ class NativeChannel final : public Closable {
   void EndRingCorrupt(Local<Context> context) {
     Local<Value> err;
     char message[200];
-    std::snprintf(message, sizeof(message), "the shared-memory ring from the peer is corrupt: %s; the channel was closed",
+    std::snprintf(message, sizeof(message),
+                  "the shared-memory ring from the peer is corrupt: %s; the channel was closed",
                   rings_->corrupt_reason());
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_RING_CORRUPT", message).ToLocal(&err)) return;
     End(0, err);
@@ -839,7 +841,8 @@ class NativeChannel final : public Closable {
                           std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
     const uint64_t start = socket_framed_;
     socket_framed_ += frame.size + (reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1);
-    if (rings_ != nullptr && rings_->has_inbound()) DrainRing(context, messages, errors, handle_fds, try_catch, start);
+    if (rings_ != nullptr && rings_->has_inbound())
+      DrainRing(context, messages, errors, handle_fds, try_catch, start);
     if (rings_allowed_ && frame.size >= 1 && frame.data[0] == kRingControlByte) {
       frame_bytes_ += static_cast<double>(frame.size);
       TakeRing(frame);
@@ -879,8 +882,9 @@ class NativeChannel final : public Closable {
   // by default). With the ring empty it announces sleep, so the writer's next
   // record signals our eventfd; with a record waiting for socket bytes it
   // does not: the read that brings them drains the ring again.
-  void DrainRing(Local<Context> context, std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
-                 std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX) {
+  void DrainRing(Local<Context> context, std::vector<Local<Value>>* messages,
+                 std::vector<Local<Value>>* errors, std::vector<Local<Value>>* handle_fds,
+                 v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX) {
     // Before a socket frame (an explicit limit) every earlier record must
     // go first, however many; otherwise the batch is bounded.
     const bool bounded = limit == UINT64_MAX;
@@ -904,8 +908,9 @@ class NativeChannel final : public Closable {
           });
           delivering_ring_ = false;
           if (fe != FramingError::kNone || ring_frames_.buffered() != 0) {
-            rings_->SetCorrupt(fe == FramingError::kMessageTooLarge ? "a ring frame exceeds maxMessageSize"
-                                                             : "a ring record does not hold whole frames");
+            rings_->SetCorrupt(fe == FramingError::kMessageTooLarge
+                                   ? "a ring frame exceeds maxMessageSize"
+                                   : "a ring record does not hold whole frames");
             return;
           }
           continue;
@@ -952,9 +957,10 @@ class NativeChannel final : public Closable {
   void EndTruncated(Local<Context> context) {
     Local<Value> err;
     char message[160];
-    std::snprintf(message, sizeof(message),
-                  "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
-                  static_cast<unsigned long long>(reader_.buffered()));
+    std::snprintf(
+        message, sizeof(message),
+        "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
+        static_cast<unsigned long long>(reader_.buffered()));
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
     End(0, err);
   }
@@ -1000,8 +1006,8 @@ class NativeChannel final : public Closable {
       errors->push_back(err);
       return;
     }
-    if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
-                      with_segments, reader_.max_payload_size())) {
+    if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value, with_segments,
+                      reader_.max_payload_size())) {
       // Handles always travel by the socket: a ring frame never claims one.
       if (handles_enabled_ && !delivering_ring_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
         // Node's protocol: the descriptor that arrived with (or before) a
@@ -1092,9 +1098,11 @@ class NativeChannel final : public Closable {
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
         next_segments_.emplace_back(isolate, ab);
       } else if (bad_segments_ == nullptr) {
-        bad_segments_ = error == EPERM   ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
-                        : error == EFBIG ? "a received segment is larger than maxMessageSize"
-                                         : "a received segment could not be mapped";
+        bad_segments_ =
+            error == EPERM
+                ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+            : error == EFBIG ? "a received segment is larger than maxMessageSize"
+                             : "a received segment could not be mapped";
         next_segments_.clear();
       }
       CloseFd(fd);
@@ -1139,7 +1147,6 @@ class NativeChannel final : public Closable {
   }
 
  private:
-
   static void OnClosed(uv_handle_t* handle) {
     NativeChannel* self = static_cast<NativeChannel*>(handle->data);
     // The socket's poll handle and, with rings, the eventfd's: the object
@@ -1330,8 +1337,8 @@ class NativeListener final : public Closable {
       fds.push_back(Integer::New(isolate, fd));
     }
     Local<Value> argv[] = {Array::New(isolate, fds.data(), fds.size()), Integer::New(isolate, error)};
-    (void)node::MakeCallback(isolate, self->wrapper_.Get(isolate), self->on_connection_.Get(isolate), 2,
-                             argv, self->async_context_);
+    (void)node::MakeCallback(isolate, self->wrapper_.Get(isolate), self->on_connection_.Get(isolate), 2, argv,
+                             self->async_context_);
   }
 
   // Public for CloseHandle<T> below.
@@ -1445,7 +1452,9 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   for (const stats::Field& f : stats::kFields) {
     layout->Set(context, OneByteString(isolate, f.name), v8::Integer::New(isolate, f.index)).Check();
   }
-  layout->Set(context, OneByteString(isolate, "histogramBuckets"), v8::Integer::New(isolate, stats::kHistogramBuckets))
+  layout
+      ->Set(context, OneByteString(isolate, "histogramBuckets"),
+            v8::Integer::New(isolate, stats::kHistogramBuckets))
       .Check();
   layout->Set(context, OneByteString(isolate, "length"), v8::Integer::New(isolate, stats::kCount)).Check();
   exports->Set(context, OneByteString(isolate, "statsLayout"), layout).Check();

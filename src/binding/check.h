@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define PROCWIRE_CHECK_FAILED(text)                                                \
-  do {                                                                             \
-    std::fprintf(stderr, "procwire: %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                 text);                                                            \
-    std::abort();                                                                  \
+#define PROCWIRE_CHECK_FAILED(text)                                                        \
+  do {                                                                                     \
+    std::fprintf(stderr, "procwire: %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, text); \
+    std::abort();                                                                          \
   } while (0)
 
 #define CHECK(cond)                            \

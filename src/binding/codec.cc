@@ -74,38 +74,62 @@ uint32_t ViewTypeIndex(Local<Value> v) {
 
 size_t BytesPerElement(uint32_t index) {
   switch (index) {
-    case 3: case 4: case kFloat16Index: return 2;
-    case 5: case 6: case 7: return 4;
-    case 8: case 11: case 12: return 8;
-    default: return 1;
+    case 3:
+    case 4:
+    case kFloat16Index:
+      return 2;
+    case 5:
+    case 6:
+    case 7:
+      return 4;
+    case 8:
+    case 11:
+    case 12:
+      return 8;
+    default:
+      return 1;
   }
 }
 
-MaybeLocal<Object> MakeView(Isolate* isolate, uint32_t index, Local<ArrayBuffer> ab,
-                            size_t offset, size_t byte_length) {
+MaybeLocal<Object> MakeView(Isolate* isolate, uint32_t index, Local<ArrayBuffer> ab, size_t offset,
+                            size_t byte_length) {
   const size_t length = byte_length / BytesPerElement(index);
   switch (index) {
-    case 0: return v8::Int8Array::New(ab, offset, length);
-    case 1: return v8::Uint8Array::New(ab, offset, length);
-    case 2: return v8::Uint8ClampedArray::New(ab, offset, length);
-    case 3: return v8::Int16Array::New(ab, offset, length);
-    case 4: return v8::Uint16Array::New(ab, offset, length);
-    case 5: return v8::Int32Array::New(ab, offset, length);
-    case 6: return v8::Uint32Array::New(ab, offset, length);
-    case 7: return v8::Float32Array::New(ab, offset, length);
-    case 8: return v8::Float64Array::New(ab, offset, length);
-    case 9: return v8::DataView::New(ab, offset, byte_length);
+    case 0:
+      return v8::Int8Array::New(ab, offset, length);
+    case 1:
+      return v8::Uint8Array::New(ab, offset, length);
+    case 2:
+      return v8::Uint8ClampedArray::New(ab, offset, length);
+    case 3:
+      return v8::Int16Array::New(ab, offset, length);
+    case 4:
+      return v8::Uint16Array::New(ab, offset, length);
+    case 5:
+      return v8::Int32Array::New(ab, offset, length);
+    case 6:
+      return v8::Uint32Array::New(ab, offset, length);
+    case 7:
+      return v8::Float32Array::New(ab, offset, length);
+    case 8:
+      return v8::Float64Array::New(ab, offset, length);
+    case 9:
+      return v8::DataView::New(ab, offset, byte_length);
     case kBufferIndex: {
       Local<Object> buf;
       if (!node::Buffer::New(isolate, ab, offset, byte_length).ToLocal(&buf)) return {};
       return buf;
     }
-    case 11: return v8::BigInt64Array::New(ab, offset, length);
-    case 12: return v8::BigUint64Array::New(ab, offset, length);
+    case 11:
+      return v8::BigInt64Array::New(ab, offset, length);
+    case 12:
+      return v8::BigUint64Array::New(ab, offset, length);
 #if PROCWIRE_HAS_FLOAT16
-    case kFloat16Index: return v8::Float16Array::New(ab, offset, length);
+    case kFloat16Index:
+      return v8::Float16Array::New(ab, offset, length);
 #endif
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -136,8 +160,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     Local<Array> keys;
     if (!object
              ->GetOwnPropertyNames(context_,
-                                   static_cast<v8::PropertyFilter>(
-                                       v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
+                                   static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
                                    v8::KeyConversionMode::kConvertToString)
              .ToLocal(&keys)) {
       return Nothing<bool>();
@@ -146,8 +169,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     for (uint32_t i = 0; i < keys->Length(); i++) {
       Local<Value> key;
       Local<Value> value;
-      if (!keys->Get(context_, i).ToLocal(&key) ||
-          !object->Get(context_, key).ToLocal(&value) ||
+      if (!keys->Get(context_, i).ToLocal(&key) || !object->Get(context_, key).ToLocal(&value) ||
           copy->CreateDataProperty(context_, key.As<Name>(), value).IsNothing()) {
         return Nothing<bool>();
       }
@@ -260,8 +282,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
 
 class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
  public:
-  DeserializerDelegate(AddonData* data, Local<Context> context, PayloadMemory* memory,
-                       InSegments* segments)
+  DeserializerDelegate(AddonData* data, Local<Context> context, PayloadMemory* memory, InSegments* segments)
       : data_(data), context_(context), memory_(memory), segments_(segments) {}
   void set_deserializer(v8::ValueDeserializer* d) { deserializer_ = d; }
 
@@ -314,7 +335,8 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
       return false;
     }
     if (byte_length % BytesPerElement(index) != 0) {
-      Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH", "ArrayBufferView byte length is not a multiple of its element size");
+      Fail("ERR_PROCWIRE_BAD_VIEW_LENGTH",
+           "ArrayBufferView byte length is not a multiple of its element size");
       return false;
     }
     return true;
@@ -368,7 +390,6 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
   v8::ValueDeserializer* deserializer_ = nullptr;
 };
 
-
 // Puts each transferred ArrayBuffer in a segment of its own, first, so V8's
 // transfer ids equal segment indexes. A buffer made by procwire.alloc hands
 // over its memfd (dup'd; sealed after the encode); any other is copied into a
@@ -378,7 +399,8 @@ bool PrepareTransfers(AddonData* data, Local<Context> context, v8::ValueSerializ
                       OutOfLine* ool) {
   if (!ool->enabled) return true;
   if (ool->transfer.size() > kMaxSegmentsPerFrame) {
-    ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER", "too many buffers in one transfer list (at most 64)");
+    ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER",
+                    "too many buffers in one transfer list (at most 64)");
     return false;
   }
   for (size_t i = 0; i < ool->transfer.size(); i++) {
@@ -394,7 +416,8 @@ bool PrepareTransfers(AddonData* data, Local<Context> context, v8::ValueSerializ
       fd = CreateSealedCopy(static_cast<const uint8_t*>(ab->Data()), ab->ByteLength());
     }
     if (fd < 0) {
-      ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER", "could not make a segment for a transferred buffer");
+      ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER",
+                      "could not make a segment for a transferred buffer");
       return false;
     }
     ool->fds.push_back(fd);
@@ -431,8 +454,8 @@ bool FinishTransfers(AddonData* data, Local<Context> context, OutOfLine* ool) {
   return true;
 }
 
-bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
-                    EncodedFrame* out, OutOfLine* ool) {
+bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value, EncodedFrame* out,
+                    OutOfLine* ool) {
   Isolate* isolate = data->isolate;
   SerializerDelegate delegate(data, context, ool);
   v8::ValueSerializer serializer(isolate, &delegate);
@@ -465,8 +488,7 @@ bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
   return true;
 }
 
-bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
-                EncodedFrame* out) {
+bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, EncodedFrame* out) {
   Isolate* isolate = data->isolate;
   Local<String> text;
   {
@@ -479,7 +501,8 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
         return false;
       }
       Local<Value> cause = try_catch.Exception();
-      if (!cause->IsNativeError() || !cause.As<Object>()->GetConstructorName()->StringEquals(OneByteString(isolate, "TypeError"))) {
+      if (!cause->IsNativeError() ||
+          !cause.As<Object>()->GetConstructorName()->StringEquals(OneByteString(isolate, "TypeError"))) {
         try_catch.ReThrow();
         return false;
       }
@@ -518,16 +541,15 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value,
 // Decodes under the caller's TryCatch; any failure leaves an exception there
 // or returns false with none (the caller then reports a generic one). When the
 // delegate refused a host object, *failure gets its code and message.
-bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
-                     const uint8_t* payload, size_t size, PayloadMemory* memory,
-                     Local<Value>* out, const char** failure_code, const char** failure_message,
-                     InSegments* segments) {
+bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format, const uint8_t* payload,
+                     size_t size, PayloadMemory* memory, Local<Value>* out, const char** failure_code,
+                     const char** failure_message, InSegments* segments) {
   Isolate* isolate = data->isolate;
   if (format == WireFormat::kJson) {
     Local<String> text;
     if (size > static_cast<size_t>(String::kMaxLength) ||
-        !String::NewFromUtf8(isolate, reinterpret_cast<const char*>(payload),
-                             v8::NewStringType::kNormal, static_cast<int>(size))
+        !String::NewFromUtf8(isolate, reinterpret_cast<const char*>(payload), v8::NewStringType::kNormal,
+                             static_cast<int>(size))
              .ToLocal(&text)) {
       return false;
     }
@@ -552,8 +574,8 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
 
 }  // namespace
 
-bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format,
-                 Local<Value> value, EncodedFrame* out, OutOfLine* ool) {
+bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format, Local<Value> value,
+                 EncodedFrame* out, OutOfLine* ool) {
   if (format == WireFormat::kAdvanced) {
     const bool ok = EncodeAdvanced(data, context, value, out, ool);
     if (!ok && ool != nullptr) {
@@ -576,9 +598,9 @@ bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format,
   return true;
 }
 
-bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
-                   const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   Local<Value>* out, InSegments* segments, uint64_t max_buffer) {
+bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format, const uint8_t* payload,
+                   size_t size, PayloadMemory* memory, Local<Value>* out, InSegments* segments,
+                   uint64_t max_buffer) {
   Isolate* isolate = data->isolate;
   // A resizable ArrayBuffer makes V8 reserve its maxByteLength before any
   // check of ours could run: a 20-byte payload could ask for terabytes.
@@ -603,8 +625,8 @@ bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
   const char* failure_message = nullptr;
   {
     TryCatch try_catch(isolate);
-    if (DecodeUnchecked(data, context, format, payload, size, memory, out, &failure_code,
-                        &failure_message, segments)) {
+    if (DecodeUnchecked(data, context, format, payload, size, memory, out, &failure_code, &failure_message,
+                        segments)) {
       return true;
     }
     if (try_catch.HasTerminated()) {
@@ -619,8 +641,7 @@ bool DecodePayload(AddonData* data, Local<Context> context, WireFormat format,
   }
   // What V8 threw becomes the `cause` of a generic decode error.
   Local<Value> err;
-  if (MakeCodedError(data, context, "ERR_PROCWIRE_DECODE", "payload could not be decoded",
-                     exception)
+  if (MakeCodedError(data, context, "ERR_PROCWIRE_DECODE", "payload could not be decoded", exception)
           .ToLocal(&err)) {
     isolate->ThrowException(err);
   }

@@ -85,10 +85,9 @@ class PayloadMemory {
 // (ERR_PROCWIRE_DECODE or a more specific code) when the payload is invalid.
 // max_buffer: the largest maxByteLength a resizable ArrayBuffer in the
 // payload may declare (V8 reserves it up front); larger is a decode error.
-bool DecodePayload(AddonData* data, v8::Local<v8::Context> context, WireFormat format,
-                   const uint8_t* payload, size_t size, PayloadMemory* memory,
-                   v8::Local<v8::Value>* out, InSegments* segments = nullptr,
-                   uint64_t max_buffer = kDefaultMaxBuffer);
+bool DecodePayload(AddonData* data, v8::Local<v8::Context> context, WireFormat format, const uint8_t* payload,
+                   size_t size, PayloadMemory* memory, v8::Local<v8::Value>* out,
+                   InSegments* segments = nullptr, uint64_t max_buffer = kDefaultMaxBuffer);
 
 // Index of a top-level message's size bucket for the log-spaced histograms:
 // bucket i holds sizes in [2^i, 2^(i+1)), bucket 0 also holds 0.

@@ -126,8 +126,9 @@ RingTransport::ReadStatus RingTransport::Read(uint64_t socket_delivered, const u
     case RingStatus::kNeedMore:
       return ReadStatus::kEmpty;
     case RingStatus::kError:
-      corrupt_reason_ = reader_->error() == RingError::kBadIndex ? "the peer's ring index is impossible"
-                                                                 : "the peer's ring holds an impossible record";
+      corrupt_reason_ = reader_->error() == RingError::kBadIndex
+                            ? "the peer's ring index is impossible"
+                            : "the peer's ring holds an impossible record";
       return ReadStatus::kCorrupt;
     case RingStatus::kOk:
       break;

@@ -66,8 +66,10 @@ class RingTransport {
   bool Write(uint64_t socket_mark, const uint8_t* frames, size_t size);
   // After a batch of writes: signals the reader when it announced sleep.
   void WakeReaderIfNeeded();
-  bool outbound_failed() const { return writer_ != nullptr && writer_->error() != RingError::kNone &&
-                                        writer_->error() != RingError::kTooLarge; }
+  bool outbound_failed() const {
+    return writer_ != nullptr && writer_->error() != RingError::kNone &&
+           writer_->error() != RingError::kTooLarge;
+  }
 
   // ---- the inbound direction (the peer writes) ----
   // Maps the peer's ring and takes ownership of its eventfd (closed on

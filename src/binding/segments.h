@@ -27,8 +27,7 @@ int FindAllocatedSegment(const void* data, size_t* size);
 // privately (the caller still closes fd; the mapping keeps the memory).
 // Returns an empty handle and *error (EPERM: seals missing; EFBIG: larger
 // than max_size, checked before anything is mapped) on failure.
-v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size,
-                                                   int* error);
+v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size, int* error);
 
 }  // namespace procwire
 

@@ -16,8 +16,7 @@ constexpr size_t kMinTailGrowth = 256 * 1024;
 
 }  // namespace
 
-ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size,
-                       size_t max_payload_size) {
+ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size, size_t max_payload_size) {
   ParseResult r;
   if (format == WireFormat::kAdvanced) {
     if (size < kAdvancedHeaderSize) {

@@ -57,8 +57,7 @@ struct ParseResult {
 };
 
 inline uint32_t ReadU32BigEndian(const uint8_t* p) {
-  return (static_cast<uint32_t>(p[0]) << 24) |
-         (static_cast<uint32_t>(p[1]) << 16) |
+  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
          (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
 }
 
@@ -72,8 +71,7 @@ inline void WriteU32BigEndian(uint8_t* p, uint32_t v) {
 // Looks for one frame at data[0, size). Never reads past size. Lengths are
 // unsigned: a header of 0x80000000 or more is a (large) length, not a
 // negative one.
-ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size,
-                       size_t max_payload_size);
+ParseResult ParseFrame(WireFormat format, const uint8_t* data, size_t size, size_t max_payload_size);
 
 // Turns a byte stream, pushed in arbitrary pieces, into frames.
 class FrameReader {
@@ -170,8 +168,7 @@ class FrameReader {
 // ---- inline template definitions -----------------------------------------
 
 template <typename Visitor>
-FramingError FrameReader::Push(const uint8_t* data, size_t size,
-                               Visitor&& visitor) {
+FramingError FrameReader::Push(const uint8_t* data, size_t size, Visitor&& visitor) {
   if (error_ != FramingError::kNone) return error_;
   size_t pos = 0;
   if (!pending_.empty() || pending_need_ != 0) {
@@ -186,8 +183,7 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size,
   while (pos < size) {
     ParseResult r = ParseFrame(format_, data + pos, size - pos, max_payload_size_);
     if (r.status == ParseResult::Status::kOk) {
-      visitor(Frame{data + pos + r.payload_offset, r.payload_size, true,
-                    pos + r.payload_offset});
+      visitor(Frame{data + pos + r.payload_offset, r.payload_size, true, pos + r.payload_offset});
       pos += r.consumed;
       continue;
     }
@@ -199,8 +195,7 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size,
     // buffer grows as more come (geometrically, capped at the declared
     // size), so a header alone cannot make us allocate what it declares.
     if (r.size_hint != 0) pending_need_ = r.size_hint;
-    if (!pending_.TryAppend(data + pos, size - pos,
-                            pending_need_ != 0 ? pending_need_ : SIZE_MAX)) {
+    if (!pending_.TryAppend(data + pos, size - pos, pending_need_ != 0 ? pending_need_ : SIZE_MAX)) {
       Fail(FramingError::kOutOfMemory, pending_need_);
       return error_;
     }
@@ -219,8 +214,7 @@ template <typename Visitor>
 void FrameReader::CommitTail(size_t n, Visitor&& visitor) {
   pending_.Commit(n);
   if (pending_.size() == pending_need_) {
-    visitor(Frame{pending_.data() + kAdvancedHeaderSize,
-                  pending_.size() - kAdvancedHeaderSize, false, 0});
+    visitor(Frame{pending_.data() + kAdvancedHeaderSize, pending_.size() - kAdvancedHeaderSize, false, 0});
     ReleasePending();
   }
 }

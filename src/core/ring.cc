@@ -34,9 +34,7 @@ bool ValidCapacity(uint64_t c) {
   return c >= kRingMinCapacity && c <= kRingMaxCapacity && IsPowerOfTwo(static_cast<size_t>(c));
 }
 
-size_t RecordSpace(size_t payload) {
-  return kRingRecordHeaderSize + ((payload + 7) & ~size_t{7});
-}
+size_t RecordSpace(size_t payload) { return kRingRecordHeaderSize + ((payload + 7) & ~size_t{7}); }
 
 // Shared-memory reads and writes of plain (non-atomic) header fields and
 // record headers go through single relaxed atomic accesses: each value is
@@ -90,7 +88,8 @@ void RingMapping::Reset() {
 int RingMapping::Create(size_t capacity) {
   Reset();
   if (!ValidCapacity(capacity)) return -EINVAL;
-  const int fd = static_cast<int>(syscall(SYS_memfd_create, "procwire-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  const int fd =
+      static_cast<int>(syscall(SYS_memfd_create, "procwire-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (fd < 0) return -errno;
   const size_t size = kRingHeaderSize + capacity;
   if (ftruncate(fd, static_cast<off_t>(size)) < 0 || fcntl(fd, F_ADD_SEALS, kRingSeals) < 0) {
@@ -133,8 +132,7 @@ int RingMapping::Attach(int fd) {
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) return -errno;
   const RingHeader* h = static_cast<const RingHeader*>(p);
-  if (LoadOnce64(&h->magic) != kRingMagic ||
-      __atomic_load_n(&h->version, __ATOMIC_RELAXED) != kRingVersion ||
+  if (LoadOnce64(&h->magic) != kRingMagic || __atomic_load_n(&h->version, __ATOMIC_RELAXED) != kRingVersion ||
       LoadOnce64(&h->capacity) != capacity) {
     munmap(p, size);
     return -EPROTO;

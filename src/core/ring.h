@@ -114,9 +114,7 @@ enum class RingError : uint8_t {
 // The largest payload one record may carry in a ring of `capacity` bytes:
 // half the data area less the record header, so that a record always fits
 // after at most one wrap record once the reader has caught up.
-constexpr size_t RingMaxRecordPayload(size_t capacity) {
-  return capacity / 2 - kRingRecordHeaderSize;
-}
+constexpr size_t RingMaxRecordPayload(size_t capacity) { return capacity / 2 - kRingRecordHeaderSize; }
 
 // The memory of one ring.
 class RingMapping {

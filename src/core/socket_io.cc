@@ -78,8 +78,7 @@ void CloseFd(int fd) {
   close(fd);
 }
 
-ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds,
-                    int fd_count) {
+ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds, int fd_count) {
   msghdr msg;
   std::memset(&msg, 0, sizeof(msg));
   msg.msg_iov = const_cast<iovec*>(iov);
@@ -194,8 +193,7 @@ int ConnectUnix(const std::string& path, bool abstract, bool* in_progress) {
   if (len < 0) return len;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&addr),
-                       static_cast<socklen_t>(len), in_progress);
+  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len), in_progress);
 }
 
 int ListenTcp(const std::string& host, int port, int backlog, int* bound_port) {
@@ -215,9 +213,8 @@ int ListenTcp(const std::string& host, int port, int backlog, int* bound_port) {
   sockaddr_storage bound;
   socklen_t blen = sizeof(bound);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) == 0) {
-    *bound_port = bound.ss_family == AF_INET
-                      ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
-                      : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+    *bound_port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
+                                             : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
   }
   return fd;
 }
@@ -229,8 +226,7 @@ int ConnectTcp(const std::string& host, int port, bool* in_progress) {
   const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   SetNoDelay(fd);
-  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&ss),
-                       static_cast<socklen_t>(len), in_progress);
+  return FinishConnect(fd, reinterpret_cast<sockaddr*>(&ss), static_cast<socklen_t>(len), in_progress);
 }
 
 int AcceptConnection(int listen_fd) {

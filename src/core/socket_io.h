@@ -29,8 +29,7 @@ constexpr int kMaxFdsPerRead = 64;
 void CloseFd(int fd);
 
 // sendmsg(2) with MSG_NOSIGNAL; fds (may be null) travel as SCM_RIGHTS.
-ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds,
-                    int fd_count);
+ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds, int fd_count);
 
 struct ReadOutcome {
   // Bytes read; 0 at end of stream; -errno on failure.

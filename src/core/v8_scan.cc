@@ -90,9 +90,16 @@ class Scanner {
       uint8_t sub;
       if (!Byte(&sub)) return false;
       switch (sub) {
-        case 'E': case 'R': case 'F': case 'S': case 'T': case 'U':
+        case 'E':
+        case 'R':
+        case 'F':
+        case 'S':
+        case 'T':
+        case 'U':
           break;  // the prototype: no data
-        case 'm': case 's': case 'c':
+        case 'm':
+        case 's':
+        case 'c':
           // message, stack: a string value; cause: any value.
           if (!Value(depth + 1)) return false;
           break;
@@ -128,17 +135,32 @@ class Scanner {
     switch (tag) {
       case '?':  // verify-object-count, then the value
         return SkipVarints(1) && Value(depth);
-      case '-': case '_': case '0': case 'T': case 'F': case 'y': case 'x':
+      case '-':
+      case '_':
+      case '0':
+      case 'T':
+      case 'F':
+      case 'y':
+      case 'x':
         return true;
-      case 'I': case 'U': case '^': case 'p':
+      case 'I':
+      case 'U':
+      case '^':
+      case 'p':
         return SkipVarints(1);
-      case 't': case 'u':  // transferred or shared ArrayBuffer ids
+      case 't':
+      case 'u':  // transferred or shared ArrayBuffer ids
         return SkipVarints(1) && MaybeView();
-      case 'N': case 'D': case 'n':
+      case 'N':
+      case 'D':
+      case 'n':
         return Skip(8);
-      case 'Z': case 'z':
+      case 'Z':
+      case 'z':
         return BigInt();
-      case '"': case 'c': case 'S':
+      case '"':
+      case 'c':
+      case 'S':
         return LengthPrefixed();
       case 's':  // String object: a string value
         return Value(depth + 1);

@@ -50,8 +50,8 @@ WriteQueue::FlushStatus WriteQueue::Flush(int fd, int* error) {
       iov[count].iov_len = c.size - skip;
       count++;
     }
-    const ssize_t n = SendVectors(fd, iov, count, fds ? fds->data() : nullptr,
-                                  fds ? static_cast<int>(fds->size()) : 0);
+    const ssize_t n =
+        SendVectors(fd, iov, count, fds ? fds->data() : nullptr, fds ? static_cast<int>(fds->size()) : 0);
     write_calls_++;
     if (n < 0) {
       if (n == -EAGAIN || n == -EWOULDBLOCK) return FlushStatus::kWouldBlock;
@@ -78,8 +78,7 @@ WriteQueue::FlushStatus WriteQueue::Flush(int fd, int* error) {
       }
     }
     // Zero-length chunks at the front are complete as soon as reached.
-    while (!chunks_.empty() && chunks_.front().size == 0 &&
-           chunks_.front().fds.empty()) {
+    while (!chunks_.empty() && chunks_.front().size == 0 && chunks_.front().fds.empty()) {
       PopFront();
     }
   }

@@ -88,8 +88,8 @@ class Collector {
     } else {
       EXPECT_EQ(f.chunk_offset, 0u);
     }
-    frames.push_back(Got{std::string(reinterpret_cast<const char*>(f.data), f.size), f.in_place,
-                         f.chunk_offset});
+    frames.push_back(
+        Got{std::string(reinterpret_cast<const char*>(f.data), f.size), f.in_place, f.chunk_offset});
   }
   std::vector<Got> frames;
 
@@ -145,8 +145,7 @@ void CheckSplit(WireFormat format, const std::string& s, const std::vector<size_
   FrameReader reader(format, 1 << 20);
   Collector col;
   for (size_t i = 0; i + 1 < bounds.size(); i++) {
-    ASSERT_EQ(PushChunk(reader, col, U8(s) + bounds[i], bounds[i + 1] - bounds[i]),
-              FramingError::kNone);
+    ASSERT_EQ(PushChunk(reader, col, U8(s) + bounds[i], bounds[i + 1] - bounds[i]), FramingError::kNone);
   }
   const std::vector<Span> spans = ModelSpans(format, s);
   ASSERT_EQ(col.frames.size(), spans.size());
@@ -340,13 +339,11 @@ TEST(FrameReader, EmptyPushIsHarmless) {
 // ---- FrameReader: every split --------------------------------------------
 
 std::string MixedAdvancedStream() {
-  return Adv("hi") + Adv("") + Adv(Pattern(23, 5)) + Adv("z") + Adv("") + Adv(Pattern(9, 77)) +
-         Header(6) + "pa";  // A partial frame at the end stays buffered.
+  return Adv("hi") + Adv("") + Adv(Pattern(23, 5)) + Adv("z") + Adv("") + Adv(Pattern(9, 77)) + Header(6) +
+         "pa";  // A partial frame at the end stays buffered.
 }
 
-std::string MixedJsonStream() {
-  return "hi\n\n" + Line(23) + "\nz\n\n" + Line(9, 'q') + "\npartial";
-}
+std::string MixedJsonStream() { return "hi\n\n" + Line(23) + "\nz\n\n" + Line(9, 'q') + "\npartial"; }
 
 TEST(FrameReader, AdvancedSplitAtEveryPosition) {
   const std::string s = MixedAdvancedStream();
@@ -725,7 +722,8 @@ TEST(FrameReader, DeclaredLengthIsNeverReservedAhead) {
 TEST(FrameReader, LoweringTheLimitFailsAnOversizedBufferedFrame) {
   FrameReader reader(WireFormat::kAdvanced, 1 << 20);
   Collector col;
-  ASSERT_EQ(PushStr(reader, col, Adv("ok") + std::string("\x00\x01\x00\x00", 4) + "abc"), FramingError::kNone);
+  ASSERT_EQ(PushStr(reader, col, Adv("ok") + std::string("\x00\x01\x00\x00", 4) + "abc"),
+            FramingError::kNone);
   ASSERT_EQ(col.frames.size(), 1u);
   EXPECT_EQ(reader.SetMaxPayloadSize(1024), FramingError::kMessageTooLarge);
   EXPECT_EQ(reader.error_declared_size(), 65536u);

@@ -774,8 +774,8 @@ int ReapChild(pid_t pid, int timeout_ms) {
 }
 
 struct Channel {
-  RingMapping down;  // parent -> child
-  RingMapping up;    // child -> parent
+  RingMapping down;   // parent -> child
+  RingMapping up;     // child -> parent
   int efd_down = -1;  // wakes the child (data down, or space up)
   int efd_up = -1;    // wakes the parent
   ~Channel() {
@@ -989,7 +989,8 @@ long CpuTicks(pid_t pid) {
   const char* p = std::strrchr(buf, ')');
   if (p == nullptr) return -1;
   unsigned long utime = 0, stime = 0;
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return -1;
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    return -1;
   return static_cast<long>(utime + stime);
 }
 

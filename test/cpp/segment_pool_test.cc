@@ -216,8 +216,7 @@ int ReceiverMain(int sock, uint64_t cycles) {
     size_t got = 0;
     while (got < sizeof(o)) {
       if (!WaitReadable(sock)) return 20;
-      const ReadOutcome r =
-          ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&o) + got, sizeof(o) - got, &fds);
+      const ReadOutcome r = ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&o) + got, sizeof(o) - got, &fds);
       if (r.bytes <= 0) return 21;
       got += static_cast<size_t>(r.bytes);
     }
@@ -281,7 +280,8 @@ TEST(SegmentPoolProcesses, HundredThousandCyclesLeakNothing) {
       while (got < sizeof(h) && ok) {
         ok = WaitReadable(sock);
         if (!ok) break;
-        const ReadOutcome r = ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&h) + got, sizeof(h) - got, nullptr);
+        const ReadOutcome r =
+            ReceiveWithFds(sock, reinterpret_cast<uint8_t*>(&h) + got, sizeof(h) - got, nullptr);
         ok = r.bytes > 0;
         if (ok) got += static_cast<size_t>(r.bytes);
       }

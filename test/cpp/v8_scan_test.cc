@@ -13,7 +13,8 @@ namespace {
 
 std::vector<uint8_t> Hex(const std::string& hex) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -54,8 +55,8 @@ TEST(V8Scan, HugeMaxByteLengthInTwentyBytes) {
 TEST(V8Scan, NodeHostObjectsAreWalked) {
   // { b: <Buffer 7e 7e> } as procwire/Node write it: host object, tag 0,
   // type index 10 (Buffer), 2 bytes; then a resizable buffer after it.
-  std::vector<uint8_t> b = {0xff, 0x0f, 'o', '"', 1, 'b', '\\', 0, 10, 2, '~', '~',
-                            '"', 1, 'c', '~', 0, 0x80, 0x80, 0x04, '{', 2};
+  std::vector<uint8_t> b = {0xff, 0x0f, 'o', '"', 1,   'b', '\\', 0,    10,   2,   '~',
+                            '~',  '"',  1,   'c', '~', 0,   0x80, 0x80, 0x04, '{', 2};
   EXPECT_EQ(Scan(b, 1 << 16), ScanResult::kClean);
   EXPECT_EQ(Scan(b, (1 << 16) - 1), ScanResult::kTooLarge);
 }
