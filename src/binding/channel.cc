@@ -42,6 +42,13 @@ using v8::Value;
 
 namespace {
 
+// Why a read loop ended, besides end of stream (0) and a failed system call
+// (-errno): values below every errno, each reported with its own coded error.
+constexpr int kEndFramingError = -1000;
+constexpr int kEndSegmentProtocol = -1001;
+constexpr int kEndTruncated = -1002;
+constexpr int kEndRingCorrupt = -1003;
+
 // One read buffer; small messages arrive many to a read.
 constexpr size_t kReadBufferSize = 256 * 1024;
 // Decoded views shorter than this are copied out of the read block instead
@@ -429,11 +436,6 @@ class NativeChannel final : public Closable {
     self->UpdatePoll();
   }
   uv_handle_t* poll_handle() { return reinterpret_cast<uv_handle_t*>(&poll_); }
-  static void ShutdownWrite(const FunctionCallbackInfo<Value>& args) {
-    NativeChannel* self = Unwrap(args);
-    CHECK_NOT_NULL(self);
-    shutdown(self->fd_, SHUT_WR);
-  }
 
   // stats() -> one array of doubles in the layout of src/core/channel_stats.h
   // (exported as binding.statsLayout).
@@ -732,7 +734,7 @@ class NativeChannel final : public Closable {
                 DeliverSocketFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
           if (fe != FramingError::kNone) {
-            end_status = -1000;  // framing error, reported below
+            end_status = kEndFramingError;  // reported below
             break;
           }
           if (static_cast<size_t>(r.bytes) < kReadBufferSize) break;  // socket drained
@@ -751,13 +753,15 @@ class NativeChannel final : public Closable {
       v8::TryCatch try_catch(isolate);
       DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
     }
-    if (reader_.error() != FramingError::kNone && end_status == 1) end_status = -1000;
-    if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
-    if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0) end_status = -1003;
+    if (reader_.error() != FramingError::kNone && end_status == 1) end_status = kEndFramingError;
+    if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1)
+      end_status = kEndSegmentProtocol;
+    if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0)
+      end_status = kEndRingCorrupt;
     // The peer closed (or reset the connection, as a unix peer that exits
     // with unread data does) with part of a frame buffered: a message was
     // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
-    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = -1002;
+    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = kEndTruncated;
     // A descriptor rides on the first byte of the frame that claims it, so
     // once every byte read so far belongs to a complete frame, a descriptor
     // still unclaimed was never announced: it is closed now rather than held.
@@ -765,15 +769,15 @@ class NativeChannel final : public Closable {
 
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
-    if (end_status == -1003) {
+    if (end_status == kEndRingCorrupt) {
       EndRingCorrupt(context);
-    } else if (end_status == -1001) {
+    } else if (end_status == kEndSegmentProtocol) {
       Local<Value> err;
       const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
                                                            : "too many unclaimed descriptors from the peer";
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
       End(0, err);
-    } else if (end_status == -1000 && reader_.error() == FramingError::kOutOfMemory) {
+    } else if (end_status == kEndFramingError && reader_.error() == FramingError::kOutOfMemory) {
       Local<Value> err;
       char message[160];
       std::snprintf(message, sizeof(message),
@@ -781,7 +785,7 @@ class NativeChannel final : public Closable {
                     static_cast<unsigned long long>(reader_.error_declared_size()));
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
       End(0, err);
-    } else if (end_status == -1000) {
+    } else if (end_status == kEndFramingError) {
       Local<Value> err;
       char message[160];
       std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
@@ -789,7 +793,7 @@ class NativeChannel final : public Closable {
                     static_cast<unsigned long long>(reader_.max_payload_size()));
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
       End(0, err);
-    } else if (end_status == -1002) {
+    } else if (end_status == kEndTruncated) {
       EndTruncated(context);
     } else if (end_status <= 0) {
       End(end_status, Local<Value>());
@@ -1440,7 +1444,6 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);
   SetMethod(isolate, ch, external, "unref", UnrefHandle<NativeChannel>);
   SetMethod(isolate, ch, external, "close", CloseHandle<NativeChannel>);
-  SetMethod(isolate, ch, external, "shutdownWrite", NativeChannel::ShutdownWrite);
   SetMethod(isolate, ch, external, "stats", NativeChannel::Stats);
   SetMethod(isolate, ch, external, "fd", NativeChannel::Fd);
   data->channel_template.Reset(isolate, ch);

@@ -164,15 +164,14 @@ int ListenUnix(const std::string& path, bool abstract, int backlog) {
   if (len < 0) return len;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  // Create the socket file with no group or other access at all, so there is
-  // no window in which another user could connect before the chmod.
-  const mode_t old_mask = abstract ? 0 : umask(0077);
-  const int b = bind(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len));
-  const int bind_errno = errno;
-  if (!abstract) umask(old_mask);
-  if (b < 0) {
+  // The socket file is made 0600 between bind and listen. The process-wide
+  // umask is not touched (other threads may be creating files), and there is
+  // no window for another user: a socket that is bound but not yet listening
+  // refuses every connection.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len)) < 0) {
+    const int err = errno;
     CloseFd(fd);
-    return -bind_errno;
+    return -err;
   }
   if (!abstract && chmod(path.c_str(), 0600) < 0) {
     const int err = errno;
