@@ -20,7 +20,8 @@ if (process.argv[2] === 'child') {
     const server = procwire.listen(process.argv[4]);
     server.unref();
     server.on('channel', (ch) => ch.unref());
-    procwire.connect(process.argv[4]).then((ch) => { ch.unref(); });
+    // The JS fallback binds asynchronously: connect once it listens.
+    server.ready.then(() => procwire.connect(process.argv[4])).then((ch) => { ch.unref(); });
   } else if (role === 'raw-writer') {
     // Writes the hex bytes given on the command line to the named channel,
     // then waits to be told to exit.
