@@ -153,7 +153,7 @@ class FallbackServer extends Server {
 
   // A socket file nobody accepts on is removed (true); anything else stays.
   async _replaceStale(file) {
-    let isSocket = false;
+    let isSocket;
     try { isSocket = fs.lstatSync(file).isSocket(); } catch { return true; }
     if (!isSocket || await probeUnix(file)) return false;
     try { fs.unlinkSync(file); } catch { /* gone meanwhile */ }
