@@ -37,11 +37,27 @@ class NativeFramer extends JsFramer {
 
 const createFramer = (format, max) => new JsFramer(format, max, codec.decode);
 
+// A StreamHandle with the JS codec and framer, for the `net` backend
+// (lib/transport/fallback.js) and fork()'s pipe. Shared-memory segments
+// need descriptor passing, which net sockets cannot do from JavaScript:
+// every message goes inline, whatever the threshold.
+class JsStreamHandle extends StreamHandle {
+  constructor(stream, callbacks, options) {
+    super(stream, callbacks, { ...options, encode, createFramer });
+  }
+
+  // write(value[, transfer]): the bytes go inline; transferred buffers are
+  // detached all the same, as the caller was promised.
+  write(value, transfer) {
+    const total = super.write(value);
+    if (transfer !== undefined) detach(transfer);
+    return total;
+  }
+}
+
 // new NativeChannel(fd, format, maxMessageSize, connecting, callbacks)
-// over an inherited socket descriptor. Shared-memory segments need
-// descriptor passing, which net sockets cannot do from JavaScript: every
-// message goes inline, whatever the threshold.
-class NativeChannel extends StreamHandle {
+// over an inherited socket descriptor.
+class NativeChannel extends JsStreamHandle {
   constructor(fd, format, max, connecting, callbacks) {
     // As the addon does, anything but an open socket is refused with a
     // coded error.
@@ -52,15 +68,7 @@ class NativeChannel extends StreamHandle {
         `procwire fallback: descriptor ${fd} is not an open socket`);
     }
     const stream = new net.Socket({ fd, readable: true, writable: true, allowHalfOpen: true });
-    super(stream, callbacks, { format, maxMessageSize: max, connecting, encode, createFramer, fd });
-  }
-
-  // write(value[, transfer]): the bytes go inline; transferred buffers are
-  // detached all the same, as the caller was promised.
-  write(value, transfer) {
-    const total = super.write(value);
-    if (transfer !== undefined) detach(transfer);
-    return total;
+    super(stream, callbacks, { format, maxMessageSize: max, connecting, fd });
   }
 }
 
@@ -101,4 +109,5 @@ module.exports = {
   alloc,
   NativeFramer,
   NativeChannel,
+  JsStreamHandle,
 };

@@ -22,9 +22,7 @@ const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const auth = require('../auth');
-const codec = require('../fallback/codec');
-const { JsFramer } = require('../fallback/framer');
-const { StreamHandle } = require('./stream');
+const { JsStreamHandle } = require('../fallback/binding');
 const { listenArguments, setReady } = require('./server');
 const {
   Server, resolveAddress, secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
@@ -35,11 +33,7 @@ const MAX_UNIX_PATH = 107;
 
 // A channel over a connected net.Socket, with the JS codec and framer.
 function streamHandle(socket, callbacks, options) {
-  return new StreamHandle(socket, callbacks, {
-    ...options,
-    encode: (format, value) => codec.encode(format, value),
-    createFramer: (format, max) => new JsFramer(format, max, codec.decode),
-  });
+  return new JsStreamHandle(socket, callbacks, options);
 }
 
 // -errno of a Node system error, for systemError()'s message.
