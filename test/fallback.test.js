@@ -6,7 +6,10 @@
 //     payloads get the same error codes; and a native process talks to a
 //     fallback process over a fork channel and a named channel;
 //   - the existing suites (conformance over every transport, channel, codec,
-//     framer) pass with PROCWIRE_FORCE_FALLBACK=1.
+//     framer) pass with PROCWIRE_FORCE_FALLBACK=1;
+//   - lib/ keeps none of the old imitation of system calls (private Node
+//     APIs, a replaced process.nextTick, umask changes, fake descriptors);
+//   - fork() under the fallback runs a plain Node child over libuv's pipe.
 
 const { describe, test } = require('node:test');
 const assert = require('node:assert');
