@@ -10,6 +10,8 @@
         "src/core/v8_scan.cc",
         "src/binding/codec.cc",
         "src/binding/channel.cc",
+        "src/binding/ring_transport.cc",
+        "src/core/ring.cc",
         "src/binding/segments.cc",
         "src/binding/addon.cc"
       ],

@@ -35,6 +35,7 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_AUTH_REQUIRED'
   | 'ERR_PROCWIRE_QUEUE_LIMIT'
   | 'ERR_PROCWIRE_SEGMENT'
+  | 'ERR_PROCWIRE_RING_CORRUPT'
   | 'ERR_PROCWIRE_TRANSFER'
   | 'ERR_PROCWIRE_NATIVE_UNAVAILABLE'
   | 'ERR_PROCWIRE_NATS'
@@ -89,6 +90,7 @@ export declare const errors: {
   AuthRequiredError: ErrorClass<'ERR_PROCWIRE_AUTH_REQUIRED'>;
   QueueLimitError: ErrorClass<'ERR_PROCWIRE_QUEUE_LIMIT'>;
   SegmentError: ErrorClass<'ERR_PROCWIRE_SEGMENT'>;
+  RingCorruptError: ErrorClass<'ERR_PROCWIRE_RING_CORRUPT'>;
   TransferError: ErrorClass<'ERR_PROCWIRE_TRANSFER'>;
   NativeUnavailableError: ErrorClass<'ERR_PROCWIRE_NATIVE_UNAVAILABLE'>;
   NatsError: ErrorClass<'ERR_PROCWIRE_NATS'>;
@@ -147,6 +149,8 @@ export interface ChannelStats {
   pendingRequests: number;
   /** Messages and segment bytes that travelled through shared memory. */
   outOfLine: { messagesOut: number; bytesOut: number; messagesIn: number; bytesIn: number; enabled: boolean };
+  /** Shared-memory rings (procwire peers on one host): on once both directions are set up. */
+  rings: { enabled: boolean; messagesOut: number; messagesIn: number };
   histogram: { in: SizeBucket[]; out: SizeBucket[] };
 }
 
@@ -164,6 +168,11 @@ export interface ChannelOptions {
   outOfLine?: 'auto' | 'always' | 'never';
   /** Bytes from which a view goes out of line in 'auto' mode. */
   outOfLineThreshold?: number;
+  /**
+   * Frames through shared-memory rings between procwire ends on one host (procwire children,
+   * named unix channels): 'auto' (default) when both ends can, or 'never' (the socket only).
+   */
+  rings?: 'auto' | 'never';
   /** Shared-memory segments not yet acknowledged by the peer before send() returns false. Default 128. */
   maxSegmentsInFlight?: number;
   /**

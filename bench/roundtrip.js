@@ -18,6 +18,7 @@ const SIZES_QUICK = [64, 1024, 16384, 65536];
 const PEERS = [
   { id: 'procwire-advanced', label: 'procwire both sides, advanced' },
   { id: 'procwire-json', label: 'procwire both sides, json' },
+  { id: 'procwire-socket', label: 'procwire (socket only), advanced, rings: never' },
   { id: 'procwire-plain-advanced', label: 'procwire parent + plain child, advanced' },
   { id: 'procwire-plain-json', label: 'procwire parent + plain child, json' },
   { id: 'procwire-unix', label: 'procwire named unix channel' },
@@ -35,7 +36,7 @@ const PEERS = [
   { id: 'c-ring', label: 'C reference: shared-memory rings, eventfd', reference: { transport: 'ring' } },
   { id: 'c-ring-pinned', label: 'C reference: shared-memory rings, one CPU', reference: { transport: 'ring', pinned: true } },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-socket', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
   'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats',
   'c-socketpair', 'c-ring']);
 

@@ -91,6 +91,8 @@ class Channel extends EventEmitter {
     // Only a procwire peer on a unix socket can take descriptors and knows
     // the segment references; everyone else gets every byte inline.
     this.outOfLine = options.segments && this.serialization === 'advanced' ? outOfLine : 'never';
+    const rings = options.rings === undefined ? 'auto' : options.rings;
+    if (rings !== 'auto' && rings !== 'never') throw invalidArg('rings must be "auto" or "never"');
     const nativeThreshold = this.outOfLine === 'never' ? -1 : this.outOfLine === 'always' ? 0 : threshold;
     this.peer = options.peer || null;
     this._pushed = 0;
@@ -158,7 +160,18 @@ class Channel extends EventEmitter {
     // do; a plain Node peer never gets procwire's internal messages this way.
     this._canTakeSegments = this._segmentCounters !== null && typeof options.createHandle !== 'function' &&
       typeof this._handle.enableOutOfLine === 'function';
-    if (this._canTakeSegments) this._sendInternal({ cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true });
+    // Shared-memory rings: only between procwire ends on a unix socket this
+    // process reads natively (fork channels, named unix channels).
+    this._ringsOffered = rings === 'auto' && options.segments === true && typeof options.createHandle !== 'function' &&
+      (this.transport === 'fork' || this.transport === 'unix') && typeof this._handle.enableRings === 'function';
+    this._ringsStarted = false;
+    this._ringsPending = false;
+    if (this._ringsOffered) this._handle.allowRings();
+    if (this._canTakeSegments || this._ringsOffered) {
+      this._sendInternal(this._ringsOffered
+        ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }
+        : { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true });
+    }
     // Handles (descriptors beside a NODE_HANDLE frame) need a unix socket
     // this process reads natively: fork channels and named unix channels.
     this._takesHandles = typeof options.createHandle !== 'function' &&
@@ -250,6 +263,7 @@ class Channel extends EventEmitter {
 
   _sendNow(message, options, callback) {
     validateMessage(message);
+    if (this._ringsPending && this._gate === null) this._startRings();
     if (this._state !== 'open' && this._state !== 'connecting') {
       const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
       if (callback) process.nextTick(callback, err);
@@ -578,6 +592,7 @@ class Channel extends EventEmitter {
       }
     }
     if (this._state === 'closed') return;
+    if (this._ringsPending && this._gate === null) this._startRings();
     while (errors !== undefined && e < errors.length) {
       if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
       e += 2;
@@ -634,6 +649,11 @@ class Channel extends EventEmitter {
         this._peerTakesSegments = true;
         this._handle.enableOutOfLine();
       }
+      // Rings start once both ends offered them and, on named channels, the
+      // hello is done (until then the gate holds every message).
+      if (message.rings === 1 && this._ringsOffered && !this._ringsStarted) {
+        if (this._gate === null) this._startRings(); else this._ringsPending = true;
+      }
     } else if (message.cmd === SEGMENT_ACK) {
       // Numbers from the peer are checked before they touch our accounting:
       // NaN, Infinity, negatives or acks for more than was sent would break
@@ -659,6 +679,15 @@ class Channel extends EventEmitter {
     } else {
       this.emit('internalMessage', message);
     }
+  }
+
+  _startRings() {
+    this._ringsPending = false;
+    if (this._ringsStarted || (this._state !== 'open' && this._state !== 'connecting')) return;
+    this._ringsStarted = true;
+    // Queues the ring set-up frame; the byte count includes it.
+    this._pushed = this._handle.enableRings();
+    this._scheduleFlush();
   }
 
   // The peer's reply: ok with its body, or not with its responder's error
@@ -813,6 +842,8 @@ class Channel extends EventEmitter {
     if (this._state === 'closed') return;
     if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_FRAME_TRUNCATED') {
       this._finish('truncated', err);
+    } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_RING_CORRUPT') {
+      this._finish('protocol-error', err);
     } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_OUT_OF_MEMORY') {
       this._finish('error', err);
     } else if (err !== undefined) {

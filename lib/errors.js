@@ -52,6 +52,8 @@ const CODES = {
     'More than maxQueuedBytes waited to be written (the peer stopped reading); the channel was closed.'],
   ERR_PROCWIRE_SEGMENT: ['SegmentError', Error,
     'A shared-memory segment from the peer failed its checks (not a sealed memfd, missing, out of range).'],
+  ERR_PROCWIRE_RING_CORRUPT: ['RingCorruptError', Error,
+    "The peer's shared-memory ring holds impossible indices or records; that channel was closed (reason 'protocol-error')."],
   ERR_PROCWIRE_TRANSFER: ['TransferError', Error,
     'A buffer in a transfer list could not be handed over (still in use elsewhere, too many, not transferable).'],
   ERR_PROCWIRE_NATIVE_UNAVAILABLE: ['NativeUnavailableError', Error,

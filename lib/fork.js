@@ -25,7 +25,7 @@ const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
-  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests'];
+  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests', 'rings'];
 // Node 26 dropped child._channel (DEP0129 reached end of life).
 const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 
@@ -102,6 +102,10 @@ function fork(modulePath, args, options) {
       "must be one of: undefined, 'json', 'advanced'");
   }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
+  // Checked before the child exists, so a bad value leaves no child behind.
+  if (options.rings !== undefined && options.rings !== 'auto' && options.rings !== 'never') {
+    throw invalidArg('rings must be "auto" or "never"');
+  }
 
   let execArgv = options.execArgv || process.execArgv;
   if (execArgv === process.execArgv && process._eval != null) {
@@ -190,6 +194,7 @@ function fork(modulePath, args, options) {
     // A plain Node child reads Node's format only: no segments.
     segments: mode !== 'node',
     outOfLine: options.outOfLine,
+    rings: options.rings,
     outOfLineThreshold: options.outOfLineThreshold,
     requestTimeout: options.requestTimeout,
     maxSegmentsInFlight: options.maxSegmentsInFlight,

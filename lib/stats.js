@@ -12,7 +12,8 @@ const HISTOGRAM_BUCKETS = 32;
 const FIELDS = [
   'messagesIn', 'messagesOut', 'bytesIn', 'bytesOut', 'queuedBytes', 'writeCalls', 'readCalls',
   'decodeErrors', 'bufferedBytes', 'histogramIn', 'histogramOut', 'outOfLineMessagesOut',
-  'outOfLineBytesOut', 'outOfLineMessagesIn', 'outOfLineBytesIn',
+  'outOfLineBytesOut', 'outOfLineMessagesIn', 'outOfLineBytesIn', 'ringsEnabled', 'ringMessagesOut',
+  'ringMessagesIn',
 ];
 const HISTOGRAMS = new Set(['histogramIn', 'histogramOut']);
 
@@ -73,6 +74,13 @@ function publicStats(s, { pendingRequests, outOfLineEnabled }) {
       bytesOut: s[STATS.outOfLineBytesOut] || 0,
       messagesIn: s[STATS.outOfLineMessagesIn] || 0,
       bytesIn: s[STATS.outOfLineBytesIn] || 0,
+    },
+    // Shared-memory rings (procwire peers on one host): on once both
+    // directions are set up; messages that took a ring each way.
+    rings: {
+      enabled: s[STATS.ringsEnabled] === 1,
+      messagesOut: s[STATS.ringMessagesOut] || 0,
+      messagesIn: s[STATS.ringMessagesIn] || 0,
     },
     // Message sizes (frame bytes) in log2-spaced buckets, like Chromium's
     // IPC.MessageSize histogram.

@@ -83,9 +83,9 @@ test('messages that arrive before a listener is attached are kept, in order', as
 });
 
 test('stats() counts messages and bytes and keeps a log-spaced size histogram', async () => {
-  // Without the handshake or the shared-memory capability message, so the
+  // Without the handshake or the capability message (segments, rings), so the
   // counts are exactly the user's messages.
-  const p = await pair({ auth: false, outOfLine: 'never' });
+  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never' });
   try {
     p.client.send('x'.repeat(10));
     p.client.send('y'.repeat(5000));

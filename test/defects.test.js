@@ -155,7 +155,10 @@ test('small received views do not pin the 256 KiB read block', TIMEOUT, async (t
 });
 
 test('a frame cut off by the peer closes with reason "truncated" and says how many bytes were lost', TIMEOUT, async (t) => {
-  const p = await namedPair({ auth: false });
+  // Without rings: the server answers the client's capabilities with a ring
+  // set-up frame, and writing it to a client that has already closed fails
+  // (peer-reset) before the read that would see the cut-off frame.
+  const p = await namedPair({ auth: false, rings: 'never' });
   t.after(() => p.close());
   p.serverSide.on('error', () => {});
   const closed = closeOf(p.serverSide);

@@ -242,6 +242,10 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', outOfLine: 'always', serialization: 'advanced' });
   const ch = child.channel;
   try {
+    // One round trip first: by its end both ends have set up their rings
+    // (each adds its descriptors once, when it reads the other's set-up).
+    ch.send({ op: 'fds' });
+    await once(ch, 'message');
     ch.send({ op: 'fds' });
     const [{ fds: childFdsBefore }] = await once(ch, 'message');
     const fdsBefore = openFds();

@@ -40,6 +40,8 @@ const FORK_PEERS = {
   'procwire-plain-json': { impl: 'procwire', child: 'node', serialization: 'json' },
   'procwire-advanced': { impl: 'procwire', child: 'procwire', serialization: 'advanced' },
   'procwire-json': { impl: 'procwire', child: 'procwire', serialization: 'json' },
+  // The same without shared-memory rings: every frame by the socket.
+  'procwire-socket': { impl: 'procwire', child: 'procwire', serialization: 'advanced', rings: 'never' },
   // Large views forced through the socket, or forced into shared memory.
   'procwire-inline': { impl: 'procwire', child: 'procwire', serialization: 'advanced', outOfLine: 'never' },
   'procwire-ool': { impl: 'procwire', child: 'procwire', serialization: 'advanced', outOfLine: 'always' },
@@ -66,6 +68,7 @@ async function openFork(peerId, ctx, index = 0) {
   } else {
     child = procwire().fork(ctx.script, ctx.args || [], {
       serialization: spec.serialization, child: spec.child, stdio: [...stdio, 'ipc'], env: ctx.env, outOfLine: spec.outOfLine,
+      rings: spec.rings,
     });
   }
   const t = {

@@ -126,6 +126,7 @@ function channelOptions(options, address) {
     // may go through shared memory. TCP never carries descriptors.
     segments: address.kind === 'unix',
     outOfLine: options.outOfLine,
+    rings: options.rings,
     outOfLineThreshold: options.outOfLineThreshold,
     maxSegmentsInFlight: options.maxSegmentsInFlight,
   };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "../core/channel_stats.h"
@@ -17,6 +18,7 @@
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
 #include "codec.h"
+#include "ring_transport.h"
 #include "segments.h"
 
 namespace procwire {
@@ -61,6 +63,13 @@ constexpr size_t kMaxPendingFds = 256;
 // segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
 // and only exchanged between procwire peers with out-of-line sending on.
 constexpr uint8_t kSegmentsControlByte = 0xFE;
+// First payload byte of the ring set-up control frame, [0xFD][1], which
+// carries the sender's outbound ring (memfd) and its eventfd. Only sent to a
+// peer that announced `rings` in its capabilities.
+constexpr uint8_t kRingControlByte = 0xFD;
+constexpr uint8_t kRingSetupVersion = 1;
+// Ring records delivered per wake-up before yielding to the rest of the loop.
+constexpr int kMaxRingRecordsPerWake = 4096;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
 void FreeBackingStore(void* data, size_t /*length*/, void* /*hint*/) { std::free(data); }
@@ -148,6 +157,7 @@ class NativeChannel final : public Closable {
       : data_(data),
         fd_(fd),
         reader_(format, max_message_size),
+        ring_frames_(format, max_message_size),
         connecting_(connecting),
         ool_enabled_(ool_threshold >= 0 && format == WireFormat::kAdvanced),
         ool_threshold_(ool_threshold >= 0 ? static_cast<size_t>(ool_threshold) : SIZE_MAX) {
@@ -229,7 +239,7 @@ class NativeChannel final : public Closable {
       if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
       if (!self->CheckSize(context, frame, 0)) return;
       self->Enqueue(frame);
-      args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+      args.GetReturnValue().Set(self->TotalPushed());
       return;
     }
     OutOfLine ool;
@@ -275,7 +285,7 @@ class NativeChannel final : public Closable {
       }
     }
     self->Enqueue(frame);
-    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+    args.GetReturnValue().Set(self->TotalPushed());
   }
 
   // writeBuffer(view[, fds]): queues bytes that are already whole frames,
@@ -303,7 +313,7 @@ class NativeChannel final : public Closable {
       }
     }
     self->queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, std::move(fds)});
-    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_pushed()));
+    args.GetReturnValue().Set(self->TotalPushed());
   }
 
   // flush() -> total bytes written so far, or -errno when the socket failed.
@@ -315,7 +325,7 @@ class NativeChannel final : public Closable {
       args.GetReturnValue().Set(static_cast<double>(-err));
       return;
     }
-    args.GetReturnValue().Set(static_cast<double>(self->queue_.total_written()));
+    args.GetReturnValue().Set(self->TotalWritten());
   }
 
   // enableOutOfLine(): the peer said it takes segments; large views may go
@@ -337,6 +347,49 @@ class NativeChannel final : public Closable {
     self->ool_send_ = self->ool_enabled_;
   }
 
+  // allowRings(): the peer may set up a ring towards us (a ring set-up
+  // control frame is accepted). Called by channels that announce `rings`.
+  static void AllowRings(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    self->rings_allowed_ = true;
+  }
+
+  // enableRings() -> total bytes ever queued: the peer announced `rings`;
+  // creates our outbound ring and queues its set-up frame (with the memfd
+  // and eventfd) on the socket. Frames may take the ring from now on; the
+  // peer reads them once it has read the set-up frame, which comes first
+  // (see the socket marks in ring_transport.h). If the ring cannot be made,
+  // nothing is announced and everything keeps going by the socket.
+  static void EnableRings(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    if (!self->ring_out_ready_ && !self->ended_ && !self->closing_) {
+      if (self->rings_ == nullptr) self->rings_.reset(new RingTransport());
+      int ring_fd = -1;
+      int wake_fd = -1;
+      if (self->rings_->CreateOutbound(kChannelRingCapacity) == 0 &&
+          self->rings_->DupOutboundFds(&ring_fd, &wake_fd) == 0) {
+        const bool json = self->reader_.format() == WireFormat::kJson;
+        const size_t size = json ? 3 : kAdvancedHeaderSize + 2;
+        uint8_t* control = static_cast<uint8_t*>(std::malloc(size));
+        CHECK_NOT_NULL(control);
+        if (json) {
+          control[0] = kRingControlByte;
+          control[1] = kRingSetupVersion;
+          control[2] = '\n';
+        } else {
+          WriteU32BigEndian(control, 2);
+          control[4] = kRingControlByte;
+          control[5] = kRingSetupVersion;
+        }
+        self->queue_.Push(OutChunk{control, size, FreeBlock, nullptr, {ring_fd, wake_fd}});
+        self->ring_out_ready_ = true;
+      }
+    }
+    args.GetReturnValue().Set(self->TotalPushed());
+  }
+
   // setMaxMessageSize(n): the largest payload accepted from now on, applied
   // at once to a partially buffered frame too (its declared length over n
   // closes the channel with a framing error on the next read). The hello
@@ -352,8 +405,9 @@ class NativeChannel final : public Closable {
       return;
     }
     const double max = args[0].As<Number>()->Value();
-    const FramingError e =
-        self->reader_.SetMaxPayloadSize(max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max));
+    const size_t limit = max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max);
+    self->ring_frames_.SetMaxPayloadSize(limit);
+    const FramingError e = self->reader_.SetMaxPayloadSize(limit);
     // false: a frame already buffered is over the new limit and the stream
     // can no longer be framed; the caller closes the channel (a later read
     // would report the same framing error).
@@ -365,6 +419,10 @@ class NativeChannel final : public Closable {
     CHECK_NOT_NULL(self);
     self->reading_ = !self->ended_;
     self->UpdatePoll();
+    // Ring records that arrived while paused were not read: look again.
+    if (self->reading_ && self->rings_ != nullptr && self->rings_->has_inbound()) {
+      EventFdSignal(self->rings_->inbound_wake_fd());
+    }
   }
   static void ReadStop(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
@@ -392,7 +450,7 @@ class NativeChannel final : public Closable {
     v[stats::kMessagesIn] = c.messages_in;
     v[stats::kMessagesOut] = c.messages_out;
     v[stats::kBytesIn] = c.bytes_in;
-    v[stats::kBytesOut] = static_cast<double>(self->queue_.total_written());
+    v[stats::kBytesOut] = self->TotalWritten();
     v[stats::kQueuedBytes] = static_cast<double>(self->queue_.queued_bytes());
     v[stats::kWriteCalls] = static_cast<double>(self->queue_.write_calls());
     v[stats::kReadCalls] = c.read_calls;
@@ -406,6 +464,10 @@ class NativeChannel final : public Closable {
     v[stats::kOutOfLineBytesOut] = c.ool_bytes_out;
     v[stats::kOutOfLineMessagesIn] = c.ool_messages_in;
     v[stats::kOutOfLineBytesIn] = c.ool_bytes_in;
+    const bool rings_on = self->ring_out_ready_ && self->rings_ != nullptr && self->rings_->has_inbound();
+    v[stats::kRingsEnabled] = rings_on ? 1.0 : 0.0;
+    v[stats::kRingMessagesOut] = self->rings_ != nullptr ? self->rings_->messages_out : 0.0;
+    v[stats::kRingMessagesIn] = self->rings_ != nullptr ? self->rings_->messages_in : 0.0;
     Local<Array> out = Array::New(isolate, stats::kCount);
     for (int i = 0; i < stats::kCount; i++) out->Set(context, i, Number::New(isolate, v[i])).Check();
     args.GetReturnValue().Set(out);
@@ -466,12 +528,28 @@ class NativeChannel final : public Closable {
   void Enqueue(const EncodedFrame& frame) {
     counters_.messages_out++;
     counters_.histogram_out[SizeBucket(frame.size)]++;
+    // The ring takes a frame only when nothing is waiting for the socket:
+    // then the frame is also "written" in byte order, which keeps the
+    // monotonic byte counts (and send callbacks) true. The record's mark is
+    // the socket bytes queued so far, which orders it against them.
+    if (ring_out_ready_ && queue_.empty() && !connecting_ &&
+        rings_->Write(queue_.total_pushed(), frame.data, frame.size)) {
+      ring_user_bytes_ += static_cast<double>(frame.size);
+      std::free(frame.data);
+      return;
+    }
     queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
   }
+
+  // Monotonic byte counts over both ways out (see Write and Flush).
+  double TotalPushed() const { return ring_user_bytes_ + static_cast<double>(queue_.total_pushed()); }
+  double TotalWritten() const { return ring_user_bytes_ + static_cast<double>(queue_.total_written()); }
 
   // Returns 0 or an errno.
   int DoFlush() {
     if (connecting_ || closing_) return 0;
+    // One wake-up per batch of ring records, and only for a sleeping reader.
+    if (ring_out_ready_) rings_->WakeReaderIfNeeded();
     int err = 0;
     switch (queue_.Flush(fd_, &err)) {
       case WriteQueue::FlushStatus::kDrained:
@@ -551,7 +629,7 @@ class NativeChannel final : public Closable {
         self->End(-err, Local<Value>());
         return;
       }
-      Local<Value> argv[] = {Number::New(isolate, static_cast<double>(self->queue_.total_written()))};
+      Local<Value> argv[] = {Number::New(isolate, self->TotalWritten())};
       self->Call(self->on_write_, 1, argv);
       if (self->closing_) return;
     }
@@ -626,7 +704,7 @@ class NativeChannel final : public Closable {
           bytes_this_wake += r.bytes;
           v8::TryCatch try_catch(isolate);
           reader_.CommitTail(static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-            DeliverFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
+            DeliverSocketFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
           });
           continue;
         }
@@ -651,7 +729,7 @@ class NativeChannel final : public Closable {
           ReadBlock* block = block_;
           const FramingError fe =
               reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
-                DeliverFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
+                DeliverSocketFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
           if (fe != FramingError::kNone) {
             end_status = -1000;  // framing error, reported below
@@ -668,8 +746,14 @@ class NativeChannel final : public Closable {
       }
       break;
     }
+    // Ring records that were waiting for the socket bytes just read.
+    if (rings_ != nullptr && rings_->has_inbound()) {
+      v8::TryCatch try_catch(isolate);
+      DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
+    }
     if (reader_.error() != FramingError::kNone && end_status == 1) end_status = -1000;
     if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1) end_status = -1001;
+    if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0) end_status = -1003;
     // The peer closed (or reset the connection, as a unix peer that exits
     // with unread data does) with part of a frame buffered: a message was
     // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
@@ -679,28 +763,11 @@ class NativeChannel final : public Closable {
     // still unclaimed was never announced: it is closed now rather than held.
     if (reader_.buffered() == 0) ClosePendingFds();
 
-    if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
-      Local<Array> list = Array::New(isolate, messages.data(), messages.size());
-      Local<Value> error_list = errors.empty()
-                                    ? Local<Value>(v8::Undefined(isolate))
-                                    : Local<Value>(Array::New(isolate, errors.data(), errors.size()));
-      // Segments taken in this wake-up (count, bytes), so JavaScript can
-      // acknowledge them to the sender, whose in-flight count bounds them.
-      // frameBytes: every byte this batch cost us (frames and their
-      // segments), so JavaScript can bound a backlog in bytes.
-      Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
-                             Number::New(isolate, taken_segment_bytes_),
-                             Number::New(isolate, frame_bytes_ + taken_segment_bytes_),
-                             handle_fds.empty()
-                                 ? Local<Value>(v8::Undefined(isolate))
-                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size()))};
-      taken_segments_ = 0;
-      taken_segment_bytes_ = 0;
-      frame_bytes_ = 0;
-      Call(on_read_, 6, argv);
-      if (closing_) return;
-    }
-    if (end_status == -1001) {
+    EmitBatch(messages, errors, handle_fds);
+    if (closing_) return;
+    if (end_status == -1003) {
+      EndRingCorrupt(context);
+    } else if (end_status == -1001) {
       Local<Value> err;
       const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
                                                            : "too many unclaimed descriptors from the peer";
@@ -728,6 +795,158 @@ class NativeChannel final : public Closable {
     } else if (end_status <= 0) {
       End(end_status, Local<Value>());
     }
+  }
+
+  // Hands one batch of decoded messages to JavaScript.
+  void EmitBatch(std::vector<Local<Value>>& messages, std::vector<Local<Value>>& errors,
+                 std::vector<Local<Value>>& handle_fds) {
+    Isolate* isolate = data_->isolate;
+    if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
+      Local<Array> list = Array::New(isolate, messages.data(), messages.size());
+      Local<Value> error_list = errors.empty()
+                                    ? Local<Value>(v8::Undefined(isolate))
+                                    : Local<Value>(Array::New(isolate, errors.data(), errors.size()));
+      // Segments taken in this wake-up (count, bytes), so JavaScript can
+      // acknowledge them to the sender, whose in-flight count bounds them.
+      // frameBytes: every byte this batch cost us (frames and their
+      // segments), so JavaScript can bound a backlog in bytes.
+      Local<Value> argv[] = {list, error_list, Number::New(isolate, taken_segments_),
+                             Number::New(isolate, taken_segment_bytes_),
+                             Number::New(isolate, frame_bytes_ + taken_segment_bytes_),
+                             handle_fds.empty()
+                                 ? Local<Value>(v8::Undefined(isolate))
+                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size()))};
+      taken_segments_ = 0;
+      taken_segment_bytes_ = 0;
+      frame_bytes_ = 0;
+      Call(on_read_, 6, argv);
+    }
+  }
+
+  void EndRingCorrupt(Local<Context> context) {
+    Local<Value> err;
+    char message[200];
+    std::snprintf(message, sizeof(message), "the shared-memory ring from the peer is corrupt: %s; the channel was closed",
+                  rings_->corrupt_reason());
+    if (!MakeCodedError(data_, context, "ERR_PROCWIRE_RING_CORRUPT", message).ToLocal(&err)) return;
+    End(0, err);
+  }
+
+  // A socket frame starting at socket offset X comes after every ring record
+  // marked <= X (see ring_transport.h).
+  void DeliverSocketFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
+                          std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
+                          std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
+    const uint64_t start = socket_framed_;
+    socket_framed_ += frame.size + (reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1);
+    if (rings_ != nullptr && rings_->has_inbound()) DrainRing(context, messages, errors, handle_fds, try_catch, start);
+    if (rings_allowed_ && frame.size >= 1 && frame.data[0] == kRingControlByte) {
+      frame_bytes_ += static_cast<double>(frame.size);
+      TakeRing(frame);
+      return;
+    }
+    DeliverFrame(context, block, frame, messages, errors, handle_fds, try_catch);
+  }
+
+  // A ring set-up frame [0xFD][1]: the next two descriptors received are the
+  // peer's ring (memfd) and its eventfd.
+  void TakeRing(const FrameReader::Frame& frame) {
+    if (rings_ == nullptr) rings_.reset(new RingTransport());
+    if (frame.size != 2 || frame.data[1] != kRingSetupVersion || pending_fds_.size() < 2) {
+      rings_->SetCorrupt("malformed ring set-up");
+      return;
+    }
+    const int ring_fd = pending_fds_.front();
+    pending_fds_.pop_front();
+    const int wake_fd = pending_fds_.front();
+    pending_fds_.pop_front();
+    const int err = rings_->AttachInbound(ring_fd, wake_fd);
+    CloseFd(ring_fd);
+    if (err != 0) {
+      rings_->SetCorrupt(err == -EALREADY ? "a second ring set-up" : "the peer's ring could not be attached");
+      return;
+    }
+    CHECK_EQ(uv_poll_init(data_->loop, &ring_poll_, rings_->inbound_wake_fd()), 0);
+    ring_poll_.data = this;
+    ring_poll_started_ = true;
+    open_uv_handles_++;
+    // The socket alone decides whether the channel keeps the process alive.
+    uv_unref(reinterpret_cast<uv_handle_t*>(&ring_poll_));
+    CHECK_EQ(uv_poll_start(&ring_poll_, UV_READABLE, OnRingPoll), 0);
+  }
+
+  // Delivers ring records marked <= limit (the socket bytes framed so far
+  // by default). With the ring empty it announces sleep, so the writer's next
+  // record signals our eventfd; with a record waiting for socket bytes it
+  // does not: the read that brings them drains the ring again.
+  void DrainRing(Local<Context> context, std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
+                 std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX) {
+    // Before a socket frame (an explicit limit) every earlier record must
+    // go first, however many; otherwise the batch is bounded.
+    const bool bounded = limit == UINT64_MAX;
+    if (bounded) limit = socket_framed_;
+    rings_->DoneSleeping();
+    for (int n = 0;; n++) {
+      if (bounded && n >= kMaxRingRecordsPerWake) {
+        // Come back after the rest of the loop has had its turn.
+        EventFdSignal(rings_->inbound_wake_fd());
+        return;
+      }
+      const uint8_t* frames = nullptr;
+      size_t size = 0;
+      switch (rings_->Read(limit, &frames, &size)) {
+        case RingTransport::ReadStatus::kRecord: {
+          counters_.bytes_in += static_cast<double>(size);
+          delivering_ring_ = true;
+          const FramingError fe = ring_frames_.Push(frames, size, [&](const FrameReader::Frame& f) {
+            rings_->messages_in++;
+            DeliverFrame(context, nullptr, f, messages, errors, handle_fds, try_catch);
+          });
+          delivering_ring_ = false;
+          if (fe != FramingError::kNone || ring_frames_.buffered() != 0) {
+            rings_->SetCorrupt(fe == FramingError::kMessageTooLarge ? "a ring frame exceeds maxMessageSize"
+                                                             : "a ring record does not hold whole frames");
+            return;
+          }
+          continue;
+        }
+        case RingTransport::ReadStatus::kEmpty:
+          if (rings_->PrepareToSleep()) return;
+          continue;
+        case RingTransport::ReadStatus::kWaiting:
+        case RingTransport::ReadStatus::kCorrupt:
+          return;
+      }
+    }
+  }
+
+  static void OnRingPoll(uv_poll_t* handle, int status, int events) {
+    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    if (self->closing_ || self->ended_) return;
+    EventFdDrain(self->rings_->inbound_wake_fd());
+    // Paused: readStart signals the eventfd again.
+    if (!self->reading_) return;
+    Isolate* isolate = self->data_->isolate;
+    HandleScope scope(isolate);
+    Local<Context> context = self->context_.Get(isolate);
+    Context::Scope context_scope(context);
+    std::vector<Local<Value>> messages, errors, handle_fds;
+    try {
+      v8::TryCatch try_catch(isolate);
+      self->DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
+    } catch (const std::bad_alloc&) {
+      Local<Value> err;
+      if (!MakeCodedError(self->data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                          "out of memory while reading from the peer; the channel was closed")
+               .ToLocal(&err)) {
+        return;
+      }
+      self->End(0, err);
+      return;
+    }
+    self->EmitBatch(messages, errors, handle_fds);
+    if (self->closing_ || self->ended_) return;
+    if (self->rings_->corrupt_reason() != nullptr) self->EndRingCorrupt(context);
   }
 
   void EndTruncated(Local<Context> context) {
@@ -783,7 +1002,8 @@ class NativeChannel final : public Closable {
     }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value,
                       with_segments, reader_.max_payload_size())) {
-      if (handles_enabled_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
+      // Handles always travel by the socket: a ring frame never claims one.
+      if (handles_enabled_ && !delivering_ring_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
         // Node's protocol: the descriptor that arrived with (or before) a
         // NODE_HANDLE message is that message's handle.
         handle_fds->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
@@ -808,7 +1028,7 @@ class NativeChannel final : public Closable {
   // read, before that read's frames are parsed, because the descriptors
   // travel with the first byte of their control frame.
   void AdoptFds(std::vector<int>* fds) {
-    const bool takes_fds = ool_enabled_ || handles_enabled_;
+    const bool takes_fds = ool_enabled_ || handles_enabled_ || rings_allowed_;
     for (int fd : *fds) {
       if (takes_fds && pending_fds_.size() < kMaxPendingFds) {
         pending_fds_.push_back(fd);
@@ -912,12 +1132,19 @@ class NativeChannel final : public Closable {
     data_->closing_handles++;
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnClosed);
+    if (ring_poll_started_) {
+      uv_poll_stop(&ring_poll_);
+      uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnClosed);
+    }
   }
 
  private:
 
   static void OnClosed(uv_handle_t* handle) {
     NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    // The socket's poll handle and, with rings, the eventfd's: the object
+    // goes when the last has closed.
+    if (--self->open_uv_handles_ > 0) return;
     AddonData* data = self->data_;
     delete self;
     data->HandleClosed();
@@ -940,7 +1167,26 @@ class NativeChannel final : public Closable {
   AddonData* data_;
   int fd_;
   FrameReader reader_;
+  // Frames from ring records, which hold whole frames only.
+  FrameReader ring_frames_;
   WriteQueue queue_;
+  // Shared-memory rings with a procwire peer on this host (see
+  // ring_transport.h); null until either side sets one up.
+  std::unique_ptr<RingTransport> rings_;
+  // The peer may set up its ring towards us (we announced `rings`).
+  bool rings_allowed_ = false;
+  // Our ring's set-up frame is queued: frames may take our ring.
+  bool ring_out_ready_ = false;
+  // True while frames of a ring record are being delivered.
+  bool delivering_ring_ = false;
+  // Bytes of whole socket frames framed so far, the reader's side of the
+  // ring records' socket marks.
+  uint64_t socket_framed_ = 0;
+  // Frame bytes that went by the ring (they count as written at once).
+  double ring_user_bytes_ = 0;
+  uv_poll_t ring_poll_;
+  bool ring_poll_started_ = false;
+  int open_uv_handles_ = 1;
   ReadBlock* block_ = nullptr;
   uv_poll_t poll_;
   int poll_events_ = 0;
@@ -1180,6 +1426,8 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
   SetMethod(isolate, ch, external, "acceptHandles", NativeChannel::AcceptHandles);
+  SetMethod(isolate, ch, external, "allowRings", NativeChannel::AllowRings);
+  SetMethod(isolate, ch, external, "enableRings", NativeChannel::EnableRings);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
   SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);

@@ -29,6 +29,11 @@ enum Index : int {
   kOutOfLineBytesOut,
   kOutOfLineMessagesIn,
   kOutOfLineBytesIn,
+  // Shared-memory rings: 1 once both directions are set up; messages that
+  // took a ring each way.
+  kRingsEnabled,
+  kRingMessagesOut,
+  kRingMessagesIn,
   kCount,
 };
 
@@ -54,6 +59,9 @@ constexpr Field kFields[] = {
     {"outOfLineBytesOut", kOutOfLineBytesOut},
     {"outOfLineMessagesIn", kOutOfLineMessagesIn},
     {"outOfLineBytesIn", kOutOfLineBytesIn},
+    {"ringsEnabled", kRingsEnabled},
+    {"ringMessagesOut", kRingMessagesOut},
+    {"ringMessagesIn", kRingMessagesIn},
 };
 
 }  // namespace stats

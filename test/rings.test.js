@@ -1,0 +1,272 @@
+'use strict';
+// Shared-memory rings between procwire ends on one host (docs/rings.md):
+// order with socket frames, segments and handles, backpressure, liveness,
+// hostile ring contents, wake-ups, idle CPU and leaks. Conformance over rings
+// is test/conformance.test.js (fork-procwire and named use rings by default);
+// this file checks that rings are really in use and what only rings can break.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const net = require('net');
+const path = require('path');
+const childProcess = require('child_process');
+const { once } = require('events');
+const procwire = require('..');
+const { namedPair } = require('./helpers/pair');
+
+const PEER = path.join(__dirname, 'fixtures', 'ring-peer.js');
+const TIMEOUT = { timeout: 120_000 };
+const skip = !procwire.native && 'rings need the native addon';
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
+  ]);
+}
+
+function nextMessage(channel, predicate) {
+  return new Promise((resolve, reject) => {
+    const on = (m) => {
+      if (!predicate(m)) return;
+      channel.off('message', on);
+      channel.off('close', onClose);
+      resolve(m);
+    };
+    const onClose = (reason, err) => {
+      channel.off('message', on);
+      reject(err || new Error(`closed: ${reason}`));
+    };
+    channel.on('message', on);
+    channel.once('close', onClose);
+  });
+}
+
+async function forkPeer(t, options = {}) {
+  const child = procwire.fork(PEER, [], { child: 'procwire', serialization: 'advanced', ...options });
+  const channel = child.channel;
+  t.after(async () => {
+    channel.destroy();
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+  });
+  // A round trip: both set-up frames have been read by then.
+  channel.send({ op: 'ping' });
+  await withTimeout(nextMessage(channel, (m) => m && m.op === 'ping'), 20_000, 'the first echo');
+  return { child, channel };
+}
+
+async function peerStats(channel) {
+  channel.send({ op: 'stats' });
+  return (await nextMessage(channel, (m) => m && m.op === 'stats')).stats;
+}
+
+function cpuTicks(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return Number(fields[11]) + Number(fields[12]);  // utime + stime
+}
+
+test('a procwire child uses rings both ways; rings: "never" turns them off', { ...TIMEOUT, skip }, async (t) => {
+  const { channel } = await forkPeer(t);
+  for (let i = 0; i < 100; i++) channel.send(i);
+  let n = 0;
+  await withTimeout(new Promise((resolve) => channel.on('message', (m) => { if (typeof m === 'number' && ++n === 100) resolve(); })), 20_000, 'echoes');
+  const mine = channel.stats().rings;
+  assert.strictEqual(mine.enabled, true);
+  assert.ok(mine.messagesOut >= 100, `messagesOut ${mine.messagesOut}`);
+  assert.ok(mine.messagesIn >= 100, `messagesIn ${mine.messagesIn}`);
+  const theirs = (await peerStats(channel)).rings;
+  assert.strictEqual(theirs.enabled, true);
+  assert.ok(theirs.messagesIn >= 100);
+
+  const never = await forkPeer(t, { rings: 'never' });
+  assert.deepStrictEqual(never.channel.stats().rings, { enabled: false, messagesOut: 0, messagesIn: 0 });
+  assert.strictEqual((await peerStats(never.channel)).rings.enabled, false);
+  assert.throws(() => procwire.fork(PEER, [], { child: 'procwire', rings: 'sometimes' }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+});
+
+test('named unix channels use rings after the hello', { ...TIMEOUT, skip }, async (t) => {
+  const p = await namedPair();
+  t.after(() => p.close());
+  const got = [];
+  p.serverSide.on('message', (m) => got.push(m));
+  for (let i = 0; i < 1000; i++) p.client.send(i);
+  await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (got.length === 1000) { clearInterval(iv); resolve(); } }, 5); }), 20_000, 'messages');
+  assert.deepStrictEqual(got, Array.from({ length: 1000 }, (_, i) => i));
+  assert.strictEqual(p.client.stats().rings.enabled, true);
+  assert.ok(p.client.stats().rings.messagesOut > 900);
+});
+
+test('small, ring-sized, oversized, out-of-line and handle-carrying messages keep one order', { ...TIMEOUT, skip }, async (t) => {
+  const { child, channel } = await forkPeer(t);
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const plan = [];
+  const seen = [];
+  const all = new Promise((resolve) => channel.on('message', (m) => {
+    if (m && typeof m.seq === 'number') {
+      seen.push(m);
+      if (seen.length === 300) resolve();
+    }
+  }));
+  for (let seq = 0; seq < 300; seq++) {
+    const kind = ['small', 'mid', 'big', 'segment', 'handle'][seq % 5];
+    plan.push(kind);
+    // Through the ChildProcess, whose handle protocol queues later
+    // messages behind a handle until the child acknowledges it.
+    if (kind === 'small') child.send({ seq, v: 'x' });
+    else if (kind === 'mid') child.send({ seq, b: Buffer.alloc(40_000, seq & 0xff) });
+    else if (kind === 'big') child.send({ seq, s: 'y'.repeat(700_000) });
+    else if (kind === 'segment') child.send({ seq, b: Buffer.alloc(2 << 20, seq & 0xff) });
+    else {
+      const socket = net.connect(server.address().port, '127.0.0.1');
+      await once(socket, 'connect');
+      child.send({ seq }, socket);
+    }
+  }
+  await withTimeout(all, 90_000, 'all echoes');
+  seen.forEach((m, i) => {
+    assert.strictEqual(m.seq, i, 'in order');
+    if (plan[i] === 'handle') assert.strictEqual(m.kind, 'Socket');
+    if (plan[i] === 'mid' || plan[i] === 'segment') assert.ok(m.b.every((x) => x === (i & 0xff)));
+    if (plan[i] === 'big') assert.strictEqual(m.s.length, 700_000);
+  });
+  const s = channel.stats();
+  assert.ok(s.rings.messagesOut > 0 && s.outOfLine.messagesOut > 0, 'rings and segments both used');
+});
+
+test('backpressure with a stalled reader: send() says false, then drain, nothing lost or reordered', { ...TIMEOUT, skip }, async (t) => {
+  const { channel } = await forkPeer(t);
+  channel.send({ op: 'count-start' });
+  channel.send({ op: 'stall', ms: 1500 });
+  let falses = 0;
+  const n = 200_000;
+  for (let i = 0; i < n; i++) {
+    if (!channel.send({ op: 'count', i, pad: 'z'.repeat(32) })) {
+      falses++;
+      assert.ok(channel.writableLength >= channel.highWaterMark);
+      await withTimeout(once(channel, 'drain'), 30_000, 'drain');
+    }
+  }
+  channel.send({ op: 'count-end' });
+  const result = await withTimeout(nextMessage(channel, (m) => m && m.op === 'count-result'), 60_000, 'count');
+  assert.deepStrictEqual([result.n, result.bad], [n, 0]);
+  assert.ok(falses > 0, 'send() returned false while the reader stalled');
+  assert.ok(channel.stats().rings.messagesOut > 0);
+});
+
+test('many sequential round trips: no wake-up is lost', { ...TIMEOUT, skip }, async (t) => {
+  const { channel } = await forkPeer(t);
+  const rounds = 20_000;
+  const start = Date.now();
+  await withTimeout(new Promise((resolve) => {
+    let i = 0;
+    channel.on('message', (m) => {
+      if (m !== i) return;
+      if (++i === rounds) resolve();
+      else channel.send(i);
+    });
+    channel.send(0);
+  }), 60_000, 'round trips');
+  assert.ok(channel.stats().rings.messagesIn >= rounds);
+  t.diagnostic(`${rounds} sequential round trips in ${Date.now() - start} ms`);
+});
+
+test('SIGKILL of the child mid-stream: the parent sees the close at once, messages in order', { ...TIMEOUT, skip }, async (t) => {
+  const { child, channel } = await forkPeer(t);
+  let next = 0;
+  let bad = 0;
+  channel.on('message', (m) => { if (m && typeof m.i === 'number') { if (m.i !== next) bad++; next++; } });
+  channel.send({ op: 'stream' });
+  await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (next > 20_000) { clearInterval(iv); resolve(); } }, 5); }), 30_000, 'streaming');
+  const closed = once(channel, 'close');
+  child.kill('SIGKILL');
+  await withTimeout(closed, 5000, 'close after SIGKILL');
+  assert.strictEqual(bad, 0);
+});
+
+test('SIGKILL of the parent side mid-stream: its child sees the disconnect and exits', { ...TIMEOUT, skip }, async (t) => {
+  const { child, channel } = await forkPeer(t);
+  channel.send({ op: 'grandchild' });
+  const { pid } = await withTimeout(nextMessage(channel, (m) => m && m.op === 'grandchild'), 20_000, 'grandchild');
+  t.after(() => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  // Let the grandchild stream to its parent (our child) for a moment.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  child.kill('SIGKILL');
+  const start = Date.now();
+  await withTimeout(new Promise((resolve) => {
+    const iv = setInterval(() => {
+      try { process.kill(pid, 0); } catch { clearInterval(iv); resolve(); }
+    }, 10);
+  }), 10_000, 'the grandchild to exit');
+  t.diagnostic(`grandchild gone ${Date.now() - start} ms after its parent's SIGKILL`);
+});
+
+for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames']) {
+  test(`hostile ring contents (${kind}) close only that channel with ERR_PROCWIRE_RING_CORRUPT`, { ...TIMEOUT, skip }, async (t) => {
+    const { child, channel } = await forkPeer(t);
+    const other = await forkPeer(t);
+    channel.on('error', () => {});
+    child.on('error', () => {});
+    // Not events.once: it would reject on the 'error' event.
+    const closed = new Promise((resolve) => channel.once('close', (...args) => resolve(args)));
+    channel.send({ op: 'scribble', kind });
+    const [reason, err] = await withTimeout(closed, 10_000, 'close');
+    assert.strictEqual(reason, 'protocol-error');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_RING_CORRUPT');
+    assert.ok(err instanceof procwire.errors.RingCorruptError);
+    // This process and its other channels go on.
+    other.channel.send({ op: 'still' });
+    await withTimeout(nextMessage(other.channel, (m) => m && m.op === 'still'), 10_000, 'the other channel');
+    // The scribbling child was not crashed by its own ring either: it sees
+    // the disconnect and exits normally.
+    const [code, signal] = child.exitCode !== null ? [child.exitCode, null] : await withTimeout(once(child, 'exit'), 10_000, 'exit');
+    assert.strictEqual(signal, null);
+    assert.strictEqual(code, 0);
+  });
+}
+
+test('an idle channel on rings uses no CPU on either side', { ...TIMEOUT, skip }, async (t) => {
+  const { child, channel } = await forkPeer(t);
+  for (let i = 0; i < 2000; i++) channel.send(i);
+  await withTimeout(new Promise((resolve) => { let n = 0; channel.on('message', (m) => { if (typeof m === 'number' && ++n === 2000) resolve(); }); }), 20_000, 'echoes');
+  assert.strictEqual(channel.stats().rings.enabled, true);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const childBefore = cpuTicks(child.pid);
+  const selfBefore = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const childTicks = cpuTicks(child.pid) - childBefore;
+  const self = process.cpuUsage(selfBefore);
+  t.diagnostic(`idle 3 s: child ${childTicks} ticks, parent ${((self.user + self.system) / 1000).toFixed(1)} ms`);
+  assert.ok(childTicks <= 3, `child used ${childTicks} clock ticks while idle`);
+  assert.ok(self.user + self.system < 100_000, 'parent used CPU while idle');
+});
+
+test('no descriptor or mapping leaks over many channel open/close cycles', { ...TIMEOUT, skip }, async () => {
+  const ringMaps = () => fs.readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.includes('procwire-ring')).length;
+  const fds = () => fs.readdirSync('/proc/self/fd').length;
+  const cycle = async () => {
+    const p = await namedPair();
+    p.client.send('hello');
+    await nextMessage(p.serverSide, (m) => m === 'hello');
+    p.serverSide.send('back');
+    await nextMessage(p.client, (m) => m === 'back');
+    assert.strictEqual(p.client.stats().rings.enabled, true);
+    const closed = [once(p.client, 'close'), once(p.serverSide, 'close')];
+    p.close();
+    await Promise.all(closed);
+  };
+  await cycle();
+  await new Promise((resolve) => setImmediate(resolve));
+  const fdsBefore = fds();
+  const mapsBefore = ringMaps();
+  for (let i = 0; i < 200; i++) await cycle();
+  // Closing handles finish on the next loop turns.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(ringMaps() <= mapsBefore, `ring mappings: ${mapsBefore} before, ${ringMaps()} after`);
+  assert.ok(fds() <= fdsBefore + 2, `descriptors: ${fdsBefore} before, ${fds()} after`);
+});
