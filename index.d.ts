@@ -333,6 +333,10 @@ export interface ListenOptions extends ChannelOptions, AuthOptions {
 export declare class Server extends EventEmitter {
   private constructor();
   readonly channels: Set<Channel>;
+  /**
+   * Resolves once the server listens; rejects with the listen error where binding is
+   * asynchronous (a host name, TLS, or any address under the JS fallback).
+   */
   readonly ready: Promise<Server>;
   address(): { path: string; abstract: boolean } | { host: string; port: number };
   close(callback?: () => void): this;

@@ -126,12 +126,20 @@ function fork(modulePath, args, options) {
   const slot = stdio.indexOf('ipc');
   if (stdio.indexOf('ipc', slot + 1) !== -1) throw nodeError('ERR_IPC_ONE_PIPE');
 
-  const pair = binding.socketPair();
-  if (typeof pair === 'number') throw systemError('ERR_PROCWIRE_SOCKET', pair, 'socketpair');
-  const [parentFd, childFd] = pair;
+  // Without the addon there is no socketpair() in JavaScript: the slot
+  // becomes a 'pipe', which libuv makes a unix socketpair, and the parent's
+  // end (child.stdio[slot], a net.Socket) runs the channel.
+  const { native } = require('./native');
+  let parentFd = -1;
+  let childFd = -1;
+  if (native) {
+    const pair = binding.socketPair();
+    if (typeof pair === 'number') throw systemError('ERR_PROCWIRE_SOCKET', pair, 'socketpair');
+    [parentFd, childFd] = pair;
+  }
   // The channel keeps the position 'ipc' had, so child.stdio[n] and the
   // child's descriptors are where Node puts them.
-  stdio[slot] = childFd;
+  stdio[slot] = native ? childFd : 'pipe';
 
   const env = { ...(options.env || process.env) };
   delete env.NODE_CHANNEL_FD;
@@ -170,15 +178,17 @@ function fork(modulePath, args, options) {
     child = childProcess.spawn(options.execPath || process.execPath, [...execArgv, modulePath, ...args],
       spawnOptions);
   } catch (err) {
-    binding.closeFd(parentFd);
+    if (native) binding.closeFd(parentFd);
     throw err;
   } finally {
     // The child has its copy (or spawn failed); ours would keep the socket
     // open after the child dies and hide its exit from the channel.
-    binding.closeFd(childFd);
+    if (native) binding.closeFd(childFd);
   }
 
-  const channel = new Channel(parentFd, {
+  const pipe = native ? null : child.stdio[slot];
+  const channel = new Channel(native ? parentFd : null, {
+    ...(native ? {} : { createHandle: (callbacks, o) => require('./transport/fallback').streamHandle(pipe, callbacks, o) }),
     serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes, transport: 'fork',
     peer: { pid: child.pid, mode },
     // A plain Node child reads Node's format only: no segments.

@@ -8,8 +8,10 @@
 //      binary the package ships for this Node line (glibc);
 //   3. build/Release/procwire.node (a source build; build/Debug after it);
 //   4. none loads, or PROCWIRE_FORCE_FALLBACK=1: lib/fallback/binding.js, the
-//      pure-JavaScript implementation of the same surface (wire-identical,
-//      slower), with one process warning (code PROCWIRE_FALLBACK).
+//      pure-JavaScript codec and framer (wire-identical, slower), with one
+//      process warning (code PROCWIRE_FALLBACK). Sockets then run on the
+//      `net` backend (lib/transport/fallback.js), chosen in
+//      lib/transport/index.js, and fork() on a libuv pipe (lib/fork.js).
 // `native` tells which is in use (procwire.native).
 
 const { Buffer } = require('buffer');

@@ -6,7 +6,10 @@
 //     payloads get the same error codes; and a native process talks to a
 //     fallback process over a fork channel and a named channel;
 //   - the existing suites (conformance over every transport, channel, codec,
-//     framer) pass with PROCWIRE_FORCE_FALLBACK=1.
+//     framer) pass with PROCWIRE_FORCE_FALLBACK=1;
+//   - lib/ keeps none of the old imitation of system calls (private Node
+//     APIs, a replaced process.nextTick, umask changes, fake descriptors);
+//   - fork() under the fallback runs a plain Node child over libuv's pipe.
 
 const { describe, test } = require('node:test');
 const assert = require('node:assert');
@@ -247,4 +250,84 @@ test('conformance, channel, codec and framer suites pass through the JS fallback
     `fallback suites: exit ${code} ${signal || ''}, pass ${count('pass')}, fail ${count('fail')}, skipped ${count('skipped')}\n${failures}\n${output.slice(-3000)}`);
   assert.ok(count('pass') > 500, `only ${count('pass')} tests passed`);
   assert.strictEqual(count('fail'), 0);
+});
+
+// The fallback is a backend on public Node APIs: none of the old imitation
+// of the addon's system calls may come back anywhere in lib/.
+test('lib/ uses no private Node APIs, patched globals or fake descriptors', () => {
+  const fs = require('fs');
+  const forbidden = [
+    [/\._listen2\b/, 'Node\'s private server._listen2'],
+    [/process\.nextTick\s*=(?!=)/, 'a replaced process.nextTick'],
+    [/process\.umask\s*\(/, 'a process-wide umask change'],
+    [/spawnSync\s*\(/, 'a synchronous child process'],
+    [/TOKEN_BASE|fake (fd|descriptor)/i, 'fake descriptor numbers'],
+    [/\bglobal(This)?\.[A-Za-z_$]+\s*=(?!=)/, 'a patched global'],
+  ];
+  const files = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p); else if (e.name.endsWith('.js')) files.push(p);
+    }
+  };
+  walk(path.join(ROOT, 'lib'));
+  assert.ok(files.length > 20, `only ${files.length} files under lib/`);
+  const hits = [];
+  for (const file of files) {
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    lines.forEach((line, i) => {
+      if (/^\s*\/\//.test(line)) return;
+      for (const [re, what] of forbidden) {
+        if (re.test(line)) hits.push(`${path.relative(ROOT, file)}:${i + 1}: ${what}: ${line.trim()}`);
+      }
+    });
+  }
+  assert.deepStrictEqual(hits, []);
+});
+
+// fork() under the fallback: a plain Node child on Node's own IPC, the
+// parent's end a net.Socket over the pipe libuv made; both formats, and the
+// channel reports no descriptor-based capability.
+test('fallback fork: a plain Node child talks both ways in both formats', { timeout: 60_000 }, async () => {
+  const script = [
+    "const procwire = require(process.argv[1]);",
+    "const assert = require('assert');",
+    "assert.strictEqual(procwire.native, false);",
+    "const out = [];",
+    "for (const serialization of ['json', 'advanced']) {",
+    "  const child = procwire.fork(process.argv[2], [], { serialization, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });",
+    "  child.send({ n: 1, s: 'x'.repeat(100000) });",
+    "  child.on('message', (m) => { out.push([serialization, m.n, m.len]); child.disconnect(); });",
+    "  child.on('exit', (code) => { out.push([serialization, 'exit', code]);",
+    "    if (out.length === 4) process.stdout.write(JSON.stringify(out)); });",
+    "}",
+  ].join('\n');
+  const echo = "process.on('message', (m) => process.send({ n: m.n + 1, len: m.s.length }));";
+  const fsp = require('fs');
+  const os = require('os');
+  const dir = fsp.mkdtempSync(path.join(os.tmpdir(), 'pw-fb-'));
+  const child = path.join(dir, 'echo.js');
+  fsp.writeFileSync(child, echo);
+  try {
+    const p = childProcess.spawn(process.execPath, ['-e', script, ROOT, child], {
+      env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => p.kill('SIGKILL'), 50_000);
+    const [code] = await once(p, 'exit');
+    clearTimeout(timer);
+    assert.strictEqual(code, 0, stderr);
+    const out = JSON.parse(stdout);
+    for (const s of ['json', 'advanced']) {
+      assert.deepStrictEqual(out.filter((r) => r[0] === s).sort(), [[s, 2, 100000], [s, 'exit', 0]].sort());
+    }
+    // Exactly one PROCWIRE_FALLBACK warning.
+    assert.strictEqual(stderr.match(/PROCWIRE_FALLBACK/g).length, 1, stderr);
+  } finally {
+    fsp.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,17 +1,21 @@
 'use strict';
-// procwire's pure-JavaScript binding: the native addon's exact surface
-// (src/binding/addon.cc, channel.cc) on Node's `v8` serializer and `net`
-// sockets. lib/native.js uses it when no addon loads (or with
-// PROCWIRE_FORCE_FALLBACK=1). Frames are byte-identical to the addon's;
-// slower, and without SO_PEERCRED (peerCredentials() returns -ENOSYS, so
-// uid allow-lists need the addon).
+// procwire's pure-JavaScript codec binding: what lib/native.js loads when no
+// addon does (or with PROCWIRE_FORCE_FALLBACK=1). It supplies the addon's
+// codec surface (encode, decode, the framer, alloc) on Node's `v8`
+// serializer, byte-identical to the addon's. Sockets are not here: named
+// channels and TCP run on the `net` backend (lib/transport/fallback.js),
+// and fork() hands its channel to Node's own pipe (lib/fork.js).
+//
+// NativeChannel exists for one case: a real descriptor this process
+// inherited (a procwire child's channel, PROCWIRE_CHANNEL_FD), which becomes
+// a net.Socket under a StreamHandle.
 
 const fs = require('fs');
 const net = require('net');
 const codec = require('./codec');
 const { JsFramer } = require('./framer');
-const sockets = require('./sockets');
 const { StreamHandle } = require('../transport/stream');
+const { errno } = require('os').constants;
 
 function setup(Buffer, makeError) {
   codec.setup(Buffer, makeError);
@@ -33,37 +37,13 @@ class NativeFramer extends JsFramer {
 
 const createFramer = (format, max) => new JsFramer(format, max, codec.decode);
 
-// new NativeChannel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
-// Shared-memory segments need descriptor passing, which net sockets cannot
-// do from JavaScript: every message goes inline, whatever the threshold.
-class NativeChannel extends StreamHandle {
-  constructor(fd, format, max, connecting, callbacks) {
-    const entry = sockets.claim(fd);
-    let stream = null;
-    if (entry === undefined) {
-      // A descriptor this process was handed (a procwire child's channel).
-      // As the addon does, anything but an open socket is refused with a
-      // coded error.
-      let isSocket = false;
-      try { isSocket = fs.fstatSync(fd).isSocket(); } catch { /* not open */ }
-      if (!isSocket) {
-        throw require('../errors').makeError('ERR_PROCWIRE_INVALID_ARG',
-          `procwire fallback: descriptor ${fd} is not an open socket`);
-      }
-      stream = new net.Socket({ fd, readable: true, writable: true, allowHalfOpen: true });
-    } else if (entry.kind === 'socket') {
-      stream = entry.obj;
-    } else if (entry.kind !== 'pending') {
-      throw require('../errors').makeError('ERR_PROCWIRE_INVALID_ARG', `procwire fallback: descriptor ${fd} is not a socket`);
-    }
-    super(stream, callbacks, { format, maxMessageSize: max, connecting, encode, createFramer, fd });
-    if (entry !== undefined && entry.kind === 'pending') {
-      // The parent end of socketPair(): accepted a moment later.
-      sockets.whenReady(entry, (socket, error) => {
-        if (socket !== null) this.attach(socket);
-        else this._end(error);
-      });
-    }
+// A StreamHandle with the JS codec and framer, for the `net` backend
+// (lib/transport/fallback.js) and fork()'s pipe. Shared-memory segments
+// need descriptor passing, which net sockets cannot do from JavaScript:
+// every message goes inline, whatever the threshold.
+class JsStreamHandle extends StreamHandle {
+  constructor(stream, callbacks, options) {
+    super(stream, callbacks, { ...options, encode, createFramer });
   }
 
   // write(value[, transfer]): the bytes go inline; transferred buffers are
@@ -73,10 +53,22 @@ class NativeChannel extends StreamHandle {
     if (transfer !== undefined) detach(transfer);
     return total;
   }
+}
 
-  // writeBuffer(view[, fds]): descriptors cannot ride along here.
-  writeBuffer(view) {
-    return super.writeBuffer(view);
+// new NativeChannel(fd, format, maxMessageSize, connecting, callbacks)
+// over an inherited socket descriptor.
+class NativeChannel extends JsStreamHandle {
+  constructor(fd, format, max, connecting, callbacks) {
+    // As the addon does, anything but an open socket is refused with a
+    // coded error.
+    let isSocket = false;
+    try { isSocket = fs.fstatSync(fd).isSocket(); } catch { /* not open */ }
+    if (!isSocket) {
+      throw require('../errors').makeError('ERR_PROCWIRE_INVALID_ARG',
+        `procwire fallback: descriptor ${fd} is not an open socket`);
+    }
+    const stream = new net.Socket({ fd, readable: true, writable: true, allowHalfOpen: true });
+    super(stream, callbacks, { format, maxMessageSize: max, connecting, fd });
   }
 }
 
@@ -92,21 +84,30 @@ function alloc(size) {
   return codec.state.Buffer.alloc(size);
 }
 
+function closeFd(fd) {
+  try { fs.closeSync(fd); } catch { /* not open */ }
+}
+
+// libuv makes an inherited descriptor non-blocking when it opens it.
+function setBlocking() {
+  return 0;
+}
+
+// SO_PEERCRED has no JavaScript API.
+function peerCredentials() {
+  return -errno.ENOSYS;
+}
+
 module.exports = {
   fallback: true,
   setup,
   encode,
   decode,
-  socketPair: sockets.socketPair,
-  closeFd: sockets.closeFd,
-  setBlocking: sockets.setBlocking,
-  listenUnix: sockets.listenUnix,
-  connectUnix: sockets.connectUnix,
-  listenTcp: sockets.listenTcp,
-  connectTcp: sockets.connectTcp,
-  peerCredentials: sockets.peerCredentials,
+  closeFd,
+  setBlocking,
+  peerCredentials,
   alloc,
   NativeFramer,
   NativeChannel,
-  NativeListener: sockets.NativeListener,
+  JsStreamHandle,
 };

@@ -7,13 +7,15 @@
 //
 //   'nats://host:port'            NATS (./nats.js)
 //   { port, host } + options.tls  TLS over TCP (./tls.js)
-//   { port, host }                TCP (./socket.js)
-//   name, path, { path }, { name, abstract }   unix sockets (./socket.js)
+//   { port, host }                TCP (./socket.js or ./fallback.js)
+//   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or
+//                                 ./fallback.js when the addon is not loaded)
 
 const SCHEMES = [
   { name: 'nats', matches: (target) => typeof target === 'string' && /^nats:\/\//i.test(target), load: () => require('./nats') },
   { name: 'tls', matches: (target, options) => isTcp(target) && Boolean(options && options.tls), load: () => require('./tls') },
-  { name: 'socket', matches: () => true, load: () => require('./socket') },
+  // Without the addon, unix sockets and TCP run on `net` (./fallback.js).
+  { name: 'socket', matches: () => true, load: () => (require('../native').native ? require('./socket') : require('./fallback')) },
 ];
 
 function isTcp(target) {
