@@ -20,12 +20,12 @@ const path = require('path');
 const crypto = require('crypto');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
-const { invalidArg, validateObject, validateSize } = require('../validate');
+const { invalidArg } = require('../validate');
 const auth = require('../auth');
 const { JsStreamHandle } = require('../fallback/binding');
 const { listenArguments, setReady } = require('./server');
 const {
-  Server, resolveAddress, secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
+  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings,
 } = require('./socket');
 const { errno } = require('os').constants;
 
@@ -231,10 +231,8 @@ function listen(target, options, onChannel) {
 // connect(address[, options]) -> Promise<Channel>, once connected and
 // authenticated.
 async function connect(target, options) {
-  options = validateObject(options, 'options');
-  const address = resolveAddress(target);
-  const secret = secretFor(address, options, 'client');
-  const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+  let address, secret, helloTimeout;
+  ({ options, address, secret, helloTimeout } = clientSettings(target, options));
   let where;
   let netOptions;
   if (address.kind === 'tcp') {

@@ -336,12 +336,20 @@ function listen(target, options, onChannel) {
   return setReady(server);
 }
 
-// connect(address[, options]) -> Promise<Channel>, resolved once connected.
-async function connect(target, options) {
+// What every connecting backend works out first: the checked options, the
+// address, the secret (or null) and the hello's time limit.
+function clientSettings(target, options) {
   options = validateObject(options, 'options');
   const address = resolveAddress(target);
   const secret = secretFor(address, options, 'client');
   const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+  return { options, address, secret, helloTimeout };
+}
+
+// connect(address[, options]) -> Promise<Channel>, resolved once connected.
+async function connect(target, options) {
+  let address, secret, helloTimeout;
+  ({ options, address, secret, helloTimeout } = clientSettings(target, options));
   let r;
   let where;
   if (address.kind === 'tcp') {
@@ -388,5 +396,5 @@ async function authenticateClient(channel, secret, address, helloTimeout) {
 module.exports = {
   listen, connect, Server, resolveAddress, channelDirectory,
   // For the backends built on this one (tls.js).
-  secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
+  secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
 };

@@ -9,11 +9,11 @@ const net = require('net');
 const tls = require('tls');
 const { Channel } = require('../channel');
 const { makeError } = require('../errors');
-const { invalidArg, validateObject, validateSize } = require('../validate');
+const { invalidArg } = require('../validate');
 const { binding } = require('../native');
 const { StreamHandle } = require('./stream');
 const {
-  Server, resolveAddress, secretFor, channelOptions, numericHost, authenticateClient, DEFAULT_HELLO_TIMEOUT,
+  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings,
 } = require('./socket');
 const { listenArguments, setReady } = require('./server');
 
@@ -92,10 +92,8 @@ function listen(target, options, onChannel) {
 }
 
 async function connect(target, options) {
-  options = validateObject(options, 'options');
-  const address = resolveAddress(target);
-  const secret = secretFor(address, options, 'client');
-  const helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+  let address, secret, helloTimeout;
+  ({ options, address, secret, helloTimeout } = clientSettings(target, options));
   const host = address.host;
   const started = Date.now();
   const socket = tls.connect({
