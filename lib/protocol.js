@@ -26,6 +26,20 @@ const CAPABILITIES_VERSION = 1;
 // Node's host-object tags in `advanced` payloads, and procwire's extension.
 const HOST_TAG = Object.freeze({ VIEW: 0, OTHER: 1, SEGMENT_VIEW: 2 });
 
+// Node's ArrayBufferView type indexes (lib/v8.js): the constructor for each,
+// its element size, and the index for a constructor name. 10 is Node's
+// Buffer; 13 is Float16Array where the runtime has it (null otherwise).
+const Float16 = typeof globalThis.Float16Array === 'function' ? globalThis.Float16Array : null;
+const VIEW_INDEX = Object.freeze({ BUFFER: 10, FLOAT16: 13 });
+const VIEW_CTOR_BY_INDEX = Object.freeze([Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array,
+  Int32Array, Uint32Array, Float32Array, Float64Array, DataView, null, BigInt64Array, BigUint64Array, Float16]);
+const VIEW_ELEMENT_SIZE = Object.freeze([1, 1, 1, 2, 2, 4, 4, 4, 8, 1, 1, 8, 8, 2]);
+const VIEW_INDEX_BY_NAME = { __proto__: null };
+VIEW_CTOR_BY_INDEX.forEach((Ctor, index) => {
+  if (Ctor !== null && Ctor !== DataView) VIEW_INDEX_BY_NAME[Ctor.name] = index;
+});
+Object.freeze(VIEW_INDEX_BY_NAME);
+
 // First payload byte of the control frame [0xFE][n] announcing the next
 // frame's n shared-memory segments (a V8 payload always starts with 0xFF).
 const SEGMENTS_CONTROL_BYTE = 0xfe;
@@ -52,6 +66,10 @@ module.exports = {
   CMD,
   CAPABILITIES_VERSION,
   HOST_TAG,
+  VIEW_INDEX,
+  VIEW_CTOR_BY_INDEX,
+  VIEW_ELEMENT_SIZE,
+  VIEW_INDEX_BY_NAME,
   SEGMENTS_CONTROL_BYTE,
   MAX_SEGMENTS_PER_FRAME,
   DEFAULT_MAX_MESSAGE_SIZE,

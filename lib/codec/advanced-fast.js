@@ -86,20 +86,12 @@ const T_HOST = 0x5c;          // '\\', Node's host object
 const VERSION = 15;
 
 // Node's host-object tags and view type indexes (lib/v8.js).
-const VIEW_TAG = 0;
-const OTHER_HOST_OBJECT_TAG = 1;
-const BUFFER_INDEX = 10;
-const FLOAT16_INDEX = 13;
-const INDEX_BY_NAME = {
-  __proto__: null,
-  Int8Array: 0, Uint8Array: 1, Uint8ClampedArray: 2, Int16Array: 3, Uint16Array: 4,
-  Int32Array: 5, Uint32Array: 6, Float32Array: 7, Float64Array: 8,
-  BigInt64Array: 11, BigUint64Array: 12,
-};
-if (Float16 !== null) INDEX_BY_NAME.Float16Array = FLOAT16_INDEX;
-const CTOR_BY_INDEX = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
-  Uint32Array, Float32Array, Float64Array, DataView, null, BigInt64Array, BigUint64Array, Float16];
-const ELEMENT_SIZE = [1, 1, 1, 2, 2, 4, 4, 4, 8, 1, 1, 8, 8, 2];
+const { HOST_TAG, VIEW_INDEX, VIEW_CTOR_BY_INDEX: CTOR_BY_INDEX, VIEW_ELEMENT_SIZE: ELEMENT_SIZE,
+  VIEW_INDEX_BY_NAME: INDEX_BY_NAME } = require('../protocol');
+const VIEW_TAG = HOST_TAG.VIEW;
+const OTHER_HOST_OBJECT_TAG = HOST_TAG.OTHER;
+const BUFFER_INDEX = VIEW_INDEX.BUFFER;
+const FLOAT16_INDEX = VIEW_INDEX.FLOAT16;
 
 // Thrown inside the encoder to abandon a message to ValueSerializer.
 const DECLINE = { declined: true };

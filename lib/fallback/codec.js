@@ -41,27 +41,16 @@ const Uint8ArraySet = Uint8Array.prototype.set;
 
 // Node's host-object tags, then its view type indexes (lib/v8.js); 10 is
 // Node's Buffer, 13 Float16Array where the runtime has it.
-const VIEW_TAG = 0;
-const OTHER_HOST_OBJECT_TAG = 1;
-const BUFFER_INDEX = 10;
-const FLOAT16_INDEX = 13;
-const Float16 = typeof globalThis.Float16Array === 'function' ? globalThis.Float16Array : null;
-const INDEX_BY_NAME = {
-  Int8Array: 0, Uint8Array: 1, Uint8ClampedArray: 2, Int16Array: 3, Uint16Array: 4,
-  Int32Array: 5, Uint32Array: 6, Float32Array: 7, Float64Array: 8,
-  BigInt64Array: 11, BigUint64Array: 12,
-};
-if (Float16 !== null) INDEX_BY_NAME.Float16Array = FLOAT16_INDEX;
-const CTOR_BY_INDEX = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
-  Uint32Array, Float32Array, Float64Array, DataView, null, BigInt64Array, BigUint64Array, Float16];
+const { HOST_TAG, VIEW_INDEX, VIEW_CTOR_BY_INDEX: CTOR_BY_INDEX, VIEW_ELEMENT_SIZE,
+  VIEW_INDEX_BY_NAME: INDEX_BY_NAME } = require('../protocol');
+const VIEW_TAG = HOST_TAG.VIEW;
+const OTHER_HOST_OBJECT_TAG = HOST_TAG.OTHER;
+const BUFFER_INDEX = VIEW_INDEX.BUFFER;
+const FLOAT16_INDEX = VIEW_INDEX.FLOAT16;
+const Float16 = CTOR_BY_INDEX[FLOAT16_INDEX];
 
 function bytesPerElement(index) {
-  switch (index) {
-    case 3: case 4: case FLOAT16_INDEX: return 2;
-    case 5: case 6: case 7: return 4;
-    case 8: case 11: case 12: return 8;
-    default: return 1;
-  }
+  return VIEW_ELEMENT_SIZE[index] || 1;
 }
 
 function isKnownViewIndex(index) {
