@@ -25,7 +25,7 @@ const auth = require('../auth');
 const { JsStreamHandle } = require('../fallback/binding');
 const { listenArguments, setReady } = require('./server');
 const {
-  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings,
+  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
 } = require('./socket');
 const { errno } = require('os').constants;
 
@@ -192,20 +192,6 @@ class FallbackServer extends Server {
       if (on) this._netServer.ref(); else this._netServer.unref();
     }
   }
-}
-
-function inodeOf(file) {
-  try {
-    const st = fs.lstatSync(file, { bigint: true });
-    return `${st.ino}:${st.ctimeNs}`;
-  } catch {
-    return null;
-  }
-}
-
-function unlinkIfSame(file, identity) {
-  if (!identity || inodeOf(file) !== identity) return;
-  try { fs.unlinkSync(file); } catch { /* already gone */ }
 }
 
 // listen(address[, options][, onChannel]) -> Server, bound asynchronously:

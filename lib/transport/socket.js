@@ -397,4 +397,6 @@ module.exports = {
   listen, connect, Server, resolveAddress, channelDirectory,
   // For the backends built on this one (tls.js).
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
+  // Socket-file identity, shared with the fallback backend.
+  inodeOf, unlinkIfSame,
 };
