@@ -66,13 +66,23 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
   writer_->Commit(kRingMarkSize + size);
   out_dirty_ = true;
   messages_out++;
+  // A sleeping reader is woken at the first record of a batch rather than
+  // after the last, so both processes work on the stream at once instead of
+  // taking turns; the check is one plain load while the reader is awake.
+  if (writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
+    EventFdSignal(out_wake_fd_);
+    wakes_sent++;
+  }
   return true;
 }
 
 void RingTransport::WakeReaderIfNeeded() {
   if (!out_dirty_) return;
   out_dirty_ = false;
-  if (writer_->NeedsWake()) EventFdSignal(out_wake_fd_);
+  if (writer_->NeedsWake()) {
+    EventFdSignal(out_wake_fd_);
+    wakes_sent++;
+  }
 }
 
 int RingTransport::AttachInbound(int ring_fd, int wake_fd) {

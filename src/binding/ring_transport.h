@@ -93,12 +93,20 @@ class RingTransport {
   // meanwhile (read again).
   bool PrepareToSleep();
   void DoneSleeping();
+  // A cheap hint for a spinning reader: the peer published something.
+  bool InboundMaybeReady() const { return reader_ != nullptr && reader_->MaybeHasData(); }
+  // How long the reader spins before it sleeps (see SpinWindow), and when
+  // it last found the ring empty (MonotonicNs; 0: not since a delivery).
+  SpinWindow spin;
+  uint64_t empty_since_ns = 0;
   const char* corrupt_reason() const { return corrupt_reason_; }
   void SetCorrupt(const char* why) { corrupt_reason_ = why; }
 
   // Counters for stats().
   double messages_out = 0;
   double messages_in = 0;
+  // eventfd signals sent to a sleeping reader.
+  double wakes_sent = 0;
 
  private:
   RingMapping out_map_;

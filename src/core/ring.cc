@@ -363,6 +363,12 @@ void AdaptiveSpin::Pause() {
 #endif
 }
 
+uint64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 int FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int timeout_ms) {
   struct timespec ts;
   struct timespec* tsp = nullptr;

@@ -185,6 +185,14 @@ class RingWriter {
   // case it has been cleared and the caller must signal the reader once.
   // Includes the full fence that pairs with the reader's announcement.
   bool NeedsWake();
+  // A cheap hint, no fence: the reader has announced sleep as far as this
+  // thread can see yet. A writer in the middle of a batch uses it to wake a
+  // sleeping reader at the first record, so the reader starts on the batch
+  // while the rest is written; NeedsWake() after the batch stays the
+  // guarantee that no wake-up is lost.
+  bool ReaderMaybeSleeping() const {
+    return header_->consumer_sleeping.load(std::memory_order_relaxed) != 0;
+  }
 
   // Waiting for space (after kNeedMore): announces the producer sleep, then
   // re-checks. Returns true when the caller may sleep (the ring is still
@@ -247,6 +255,10 @@ class RingReader {
   RingError error() const { return error_; }
   uint64_t tail() const { return tail_; }
 
+  // A cheap hint for a spinning reader, no validation: the writer has
+  // published bytes past our tail. Peek decides what they are.
+  bool MaybeHasData() const { return header_->head.load(std::memory_order_acquire) != tail_; }
+
  private:
   bool ReadHead(uint64_t* head);
   RingStatus Fail(RingError e) {
@@ -282,6 +294,46 @@ class AdaptiveSpin {
  private:
   uint32_t budget_ = 1024;
 };
+
+// How long a reader that found its ring empty spins before it announces
+// sleep, for an end whose wake-ups are expensive (an event loop woken
+// through an eventfd). Spinning pays only when the next record comes within
+// a few microseconds, so the window follows the recent gaps between "found
+// empty" and "data again": twice their running average (at least kMinNs),
+// and nothing at all while that average is above kMaxNs / 2, so an idle or
+// slow channel sleeps at once and costs no CPU. A spin that finds nothing
+// counts as a gap longer than the window it waited, so a stream that slows
+// down stops spinning after a few misses. It starts idle: no spin until
+// data has been seen to follow quickly.
+class SpinWindow {
+ public:
+  static constexpr uint64_t kMaxNs = 100000;
+  static constexpr uint64_t kMinNs = 1000;
+  // Gaps are capped here, so one long pause does not take many short gaps
+  // to forget (and the average cannot overflow).
+  static constexpr uint64_t kIdleNs = 4 * kMaxNs;
+
+  // How long to spin now, in nanoseconds (0: sleep at once).
+  uint64_t window_ns() const {
+    if (average_ns_ > kMaxNs / 2) return 0;
+    return average_ns_ * 2 < kMinNs ? kMinNs : average_ns_ * 2;
+  }
+  // Data came `gap_ns` after the ring was found empty (while spinning, or
+  // on the wake-up after a sleep).
+  void Arrived(uint64_t gap_ns) {
+    if (gap_ns > kIdleNs) gap_ns = kIdleNs;
+    average_ns_ = (3 * average_ns_ + gap_ns) / 4;
+  }
+  // A spin of `spun_ns` found nothing.
+  void Missed(uint64_t spun_ns) { Arrived(2 * spun_ns + kMinNs); }
+  uint64_t average_ns() const { return average_ns_; }
+
+ private:
+  uint64_t average_ns_ = kIdleNs;
+};
+
+// CLOCK_MONOTONIC in nanoseconds (a vDSO call, no system call).
+uint64_t MonotonicNs();
 
 // Futex on a sleep word in shared memory (process-shared, not private).
 // FutexWait sleeps while *word == expected, at most timeout_ms (negative: no

@@ -431,6 +431,69 @@ TEST(Ring, SleepHandshakeInOneProcess) {
   EXPECT_EQ(*d, 'b');
 }
 
+// The writer's early-wake hint: it sees an announced sleep without a fence,
+// wakes the reader at the first record of a batch, and leaves nothing owed
+// for the rest of the batch; NeedsWake after the batch stays exact.
+TEST(Ring, EarlyWakeHintWakesOncePerSleep) {
+  RingMapping m;
+  ASSERT_EQ(m.Create(kSmall), 0);
+  RingWriter w(&m);
+  RingReader r(&m);
+  EXPECT_FALSE(r.MaybeHasData());
+  EXPECT_FALSE(w.ReaderMaybeSleeping());
+  ASSERT_TRUE(r.PrepareToSleep());
+  EXPECT_TRUE(w.ReaderMaybeSleeping());
+  ASSERT_EQ(w.Write(reinterpret_cast<const uint8_t*>("a"), 1), RingStatus::kOk);
+  EXPECT_TRUE(r.MaybeHasData());
+  // First record: the hint says the reader sleeps, NeedsWake claims the
+  // one signal.
+  EXPECT_TRUE(w.ReaderMaybeSleeping());
+  EXPECT_TRUE(w.NeedsWake());
+  // The rest of the batch owes nothing.
+  ASSERT_EQ(w.Write(reinterpret_cast<const uint8_t*>("b"), 1), RingStatus::kOk);
+  EXPECT_FALSE(w.ReaderMaybeSleeping());
+  EXPECT_FALSE(w.NeedsWake());
+  r.DoneSleeping();
+  const uint8_t* d;
+  size_t n;
+  for (const char expected : {'a', 'b'}) {
+    ASSERT_EQ(r.Peek(&d, &n), RingStatus::kOk);
+    EXPECT_EQ(*d, expected);
+    r.Consume();
+  }
+  EXPECT_FALSE(r.MaybeHasData());
+}
+
+TEST(SpinWindow, StartsIdleAndFollowsTheGaps) {
+  SpinWindow s;
+  // Nothing seen yet: sleep at once.
+  EXPECT_EQ(s.window_ns(), 0u);
+  // Data keeps following within a few microseconds: a window opens, about
+  // twice the gap, never more than the maximum nor less than the minimum.
+  for (int i = 0; i < 40; i++) s.Arrived(3000);
+  EXPECT_GE(s.window_ns(), 5000u);
+  EXPECT_LE(s.window_ns(), 7000u);
+  for (int i = 0; i < 40; i++) s.Arrived(10);
+  EXPECT_EQ(s.window_ns(), SpinWindow::kMinNs);
+  for (int i = 0; i < 40; i++) s.Arrived(SpinWindow::kMaxNs / 2);
+  EXPECT_LE(s.window_ns(), SpinWindow::kMaxNs);
+  // Spins that find nothing close the window within a few misses.
+  for (int i = 0; i < 40; i++) s.Arrived(3000);
+  int misses = 0;
+  while (s.window_ns() > 0 && misses < 100) {
+    s.Missed(s.window_ns());
+    misses++;
+  }
+  EXPECT_EQ(s.window_ns(), 0u);
+  EXPECT_LE(misses, 8);
+  // One long pause (an idle channel) closes it at once; huge gaps cannot
+  // overflow the average.
+  for (int i = 0; i < 40; i++) s.Arrived(3000);
+  s.Arrived(UINT64_MAX);
+  EXPECT_EQ(s.window_ns(), 0u);
+  EXPECT_LE(s.average_ns(), SpinWindow::kIdleNs);
+}
+
 TEST(Ring, EventFdCountsSignals) {
   const int fd = EventFdCreate();
   ASSERT_GE(fd, 0);
@@ -864,6 +927,91 @@ TEST(RingProcesses, PingPongFutexBothSidesSleeping) { PingPong(true, 200000 * St
 TEST(RingProcesses, PingPongEventFdBothSidesSleeping) { PingPong(false, 200000 * StressScale(), false); }
 
 TEST(RingProcesses, PingPongWithAdaptiveSpinning) { PingPong(true, 100000 * StressScale(), true); }
+
+// Batches both ways, as a channel writes them: a writer wakes a sleeping
+// reader at the first record of a batch (the fence-free hint), writes the
+// rest, and checks NeedsWake once after the batch; the reader sleeps
+// whenever its ring is empty. With eventfd wake-ups and no spinning, both
+// sides sleep and wake for nearly every batch; a single lost wake-up fails
+// by timeout. PROCWIRE_RING_STRESS=10 makes it millions of sleeps.
+bool SendBatchWithEarlyWake(RingWriter& w, uint64_t first_seq, uint64_t count, Waker& reader, SideStats* st) {
+  for (uint64_t k = 0; k < count; k++) {
+    const std::vector<uint8_t> f = MakeFrame(first_seq + k, 8 + (first_seq + k) % 100);
+    if (w.Write(f.data(), f.size()) != RingStatus::kOk) return false;
+    if (w.ReaderMaybeSleeping() && w.NeedsWake()) {
+      reader.Signal();
+      st->wakes_sent++;
+    }
+  }
+  if (w.NeedsWake()) {
+    reader.Signal();
+    st->wakes_sent++;
+  }
+  return true;
+}
+
+TEST(RingProcesses, BatchedPingPongWithEarlyWakeBothSidesSleeping) {
+  const uint64_t batches = 50000 * StressScale();
+  auto batch_size = [](uint64_t b) { return 1 + b % 8; };
+  Channel ch;
+  ASSERT_EQ(ch.down.Create(kSmall * 4), 0);
+  ASSERT_EQ(ch.up.Create(kSmall * 4), 0);
+  ch.efd_down = EventFdCreate();
+  ch.efd_up = EventFdCreate();
+  ASSERT_GE(ch.efd_down, 0);
+  ASSERT_GE(ch.efd_up, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    RingMapping down, up;
+    if (down.Attach(ch.down.fd()) != 0 || up.Attach(ch.up.fd()) != 0) _exit(10);
+    RingReader in(&down);
+    RingWriter out(&up);
+    Waker data{false, ch.efd_down, &down.header()->consumer_sleeping};
+    Waker parent_data{false, ch.efd_up, &up.header()->consumer_sleeping};
+    Waker unused{false, ch.efd_up, &down.header()->producer_sleeping};
+    SideStats st;
+    uint64_t seq = 0;
+    for (uint64_t b = 0; b < batches; b++) {
+      const uint64_t first = seq;
+      for (uint64_t k = 0; k < batch_size(b); k++) {
+        if (!ReceiveRecord(in, nullptr, data, unused, &st,
+                           [&](const uint8_t* d, size_t n) { return CheckFrames(d, n, &seq); })) {
+          _exit(11);
+        }
+      }
+      if (!SendBatchWithEarlyWake(out, first, batch_size(b), parent_data, &st)) _exit(12);
+    }
+    _exit(st.sleeps > 0 ? 0 : 13);
+  }
+  RingWriter out(&ch.down);
+  RingReader in(&ch.up);
+  Waker data{false, ch.efd_up, &ch.up.header()->consumer_sleeping};
+  Waker child_data{false, ch.efd_down, &ch.down.header()->consumer_sleeping};
+  Waker unused{false, ch.efd_down, &ch.up.header()->producer_sleeping};
+  SideStats st;
+  uint64_t sent = 0;
+  uint64_t next_seq = 0;
+  bool ok = true;
+  const uint64_t start = NowMs();
+  for (uint64_t b = 0; b < batches && ok; b++) {
+    ok = SendBatchWithEarlyWake(out, sent, batch_size(b), child_data, &st);
+    sent += batch_size(b);
+    for (uint64_t k = 0; k < batch_size(b) && ok; k++) {
+      ok = ReceiveRecord(in, nullptr, data, unused, &st,
+                         [&](const uint8_t* d, size_t n) { return CheckFrames(d, n, &next_seq); });
+    }
+  }
+  const uint64_t elapsed = NowMs() - start;
+  const int code = ReapChild(pid, kWaitMs * 2);
+  EXPECT_TRUE(ok) << "parent failed after " << next_seq << " frames";
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(next_seq, sent);
+  EXPECT_GT(st.sleeps, batches / 100);
+  std::printf("[ ring ] batched ping-pong with early wake: %llu batches in %llu ms, parent slept %llu times\n",
+              static_cast<unsigned long long>(batches), static_cast<unsigned long long>(elapsed),
+              static_cast<unsigned long long>(st.sleeps));
+}
 
 // The same protocol between two threads of one process, so a thread
 // sanitizer build can check the memory ordering (it cannot see across
