@@ -66,10 +66,13 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
   writer_->Commit(kRingMarkSize + size);
   out_dirty_ = true;
   messages_out++;
-  // A sleeping reader is woken at the first record of a batch rather than
-  // after the last, so both processes work on the stream at once instead of
-  // taking turns; the check is one plain load while the reader is awake.
-  if (writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
+  // In a long batch, a sleeping reader is woken after the first few records
+  // rather than after the last, so both processes work on the stream at
+  // once instead of taking turns (the check is one plain load while the
+  // reader is awake). Not at the first record: a short batch, such as one
+  // answer, is signalled at its end anyway, and waking per record would
+  // cost a context switch per message.
+  if (++batch_records_ == kEarlyWakeRecords && writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
     EventFdSignal(out_wake_fd_);
     wakes_sent++;
   }
@@ -79,6 +82,7 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
 void RingTransport::WakeReaderIfNeeded() {
   if (!out_dirty_) return;
   out_dirty_ = false;
+  batch_records_ = 0;
   if (writer_->NeedsWake()) {
     EventFdSignal(out_wake_fd_);
     wakes_sent++;

@@ -42,6 +42,9 @@ namespace procwire {
 constexpr size_t kChannelRingCapacity = 1024 * 1024;
 // Bytes before the frames in every ring record: the socket mark.
 constexpr size_t kRingMarkSize = 8;
+// In a batch of sends, the record after which a sleeping reader is woken
+// early (see RingTransport::Write).
+constexpr uint32_t kEarlyWakeRecords = 16;
 
 class RingTransport {
  public:
@@ -113,6 +116,8 @@ class RingTransport {
   std::unique_ptr<RingWriter> writer_;
   int out_wake_fd_ = -1;
   bool out_dirty_ = false;
+  // Records written since the last end-of-batch wake-up check.
+  uint32_t batch_records_ = 0;
 
   RingMapping in_map_;
   std::unique_ptr<RingReader> reader_;
