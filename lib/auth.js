@@ -194,6 +194,8 @@ function authenticate(channel, options) {
       cleanup();
       // The channel's own limit holds again for what follows the hello.
       if (gated && !channel._setReadLimit(restoreLimit)) return;
+      // Features held back until the peer proved itself (rings) may start.
+      if (typeof channel._onHelloDone === 'function') channel._onHelloDone();
       resolve();
     };
 

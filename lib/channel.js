@@ -166,7 +166,16 @@ class Channel extends EventEmitter {
       (this.transport === 'fork' || this.transport === 'unix') && typeof this._handle.enableRings === 'function';
     this._ringsStarted = false;
     this._ringsPending = false;
-    if (this._ringsOffered) this._handle.allowRings();
+    // A channel that runs the authenticated hello (options.hello: this end's
+    // role) accepts a ring from the peer only once the hello is done, so
+    // nothing is mapped for a peer that has not proved itself; the server
+    // then sets up its own ring only in answer to the client's (see
+    // docs/protocol.md, "Control frame: ring set-up"). Any other channel
+    // accepts one from the start: the peer's set-up may arrive in the same
+    // read as its capabilities.
+    this._helloRole = options.hello === 'client' || options.hello === 'server' ? options.hello : null;
+    this._helloDone = false;
+    if (this._ringsOffered && this._helloRole === null) this._handle.allowRings();
     if (this._canTakeSegments || this._ringsOffered) {
       this._sendInternal(this._ringsOffered
         ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }
@@ -263,7 +272,7 @@ class Channel extends EventEmitter {
 
   _sendNow(message, options, callback) {
     validateMessage(message);
-    if (this._ringsPending && this._gate === null) this._startRings();
+    if (this._ringsPending && this._ringsMayStart()) this._startRings();
     if (this._state !== 'open' && this._state !== 'connecting') {
       const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
       if (callback) process.nextTick(callback, err);
@@ -533,6 +542,9 @@ class Channel extends EventEmitter {
 
   _onWritten(written) {
     this._written = written;
+    // The addon may queue a frame of its own (the server's ring set-up,
+    // answering the client's), which the byte count written includes.
+    if (written > this._pushed) this._pushed = written;
     const cbs = this._callbacks;
     let n = 0;
     while (n < cbs.length && cbs[n][0] <= written) n++;
@@ -592,7 +604,7 @@ class Channel extends EventEmitter {
       }
     }
     if (this._state === 'closed') return;
-    if (this._ringsPending && this._gate === null) this._startRings();
+    if (this._ringsPending && this._ringsMayStart()) this._startRings();
     while (errors !== undefined && e < errors.length) {
       if (this._gate !== null) this._gate(null); else this._reportDecodeError(errors[e + 1]);
       e += 2;
@@ -649,10 +661,11 @@ class Channel extends EventEmitter {
         this._peerTakesSegments = true;
         this._handle.enableOutOfLine();
       }
-      // Rings start once both ends offered them and, on named channels, the
-      // hello is done (until then the gate holds every message).
+      // Rings start once both ends offered them and, on channels that run
+      // the hello, the hello is done (until then the gate holds every
+      // message).
       if (message.rings === 1 && this._ringsOffered && !this._ringsStarted) {
-        if (this._gate === null) this._startRings(); else this._ringsPending = true;
+        if (this._ringsMayStart()) this._startRings(); else this._ringsPending = true;
       }
     } else if (message.cmd === SEGMENT_ACK) {
       // Numbers from the peer are checked before they touch our accounting:
@@ -681,10 +694,27 @@ class Channel extends EventEmitter {
     }
   }
 
+  _ringsMayStart() {
+    return this._gate === null && (this._helloRole === null || this._helloDone);
+  }
+
+  // Called by lib/auth.js once the hello succeeded on this channel.
+  _onHelloDone() {
+    this._helloDone = true;
+    if (this._ringsPending && this._ringsMayStart()) this._startRings();
+  }
+
   _startRings() {
     this._ringsPending = false;
     if (this._ringsStarted || (this._state !== 'open' && this._state !== 'connecting')) return;
     this._ringsStarted = true;
+    if (this._helloRole === 'server') {
+      // The client sets up its ring first, once its own hello is done; the
+      // addon answers with ours as soon as it has mapped the client's.
+      this._handle.allowRings(true);
+      return;
+    }
+    if (this._helloRole === 'client') this._handle.allowRings();
     // Queues the ring set-up frame; the byte count includes it.
     this._pushed = this._handle.enableRings();
     this._scheduleFlush();

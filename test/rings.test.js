@@ -12,7 +12,8 @@ const net = require('net');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
-const { namedPair } = require('./helpers/pair');
+const { namedPair, uniqueName } = require('./helpers/pair');
+const { VERSION: HELLO_VERSION } = require('../lib/auth')._internal;
 
 const PEER = path.join(__dirname, 'fixtures', 'ring-peer.js');
 const TIMEOUT = { timeout: 120_000 };
@@ -94,9 +95,65 @@ test('named unix channels use rings after the hello', { ...TIMEOUT, skip }, asyn
   for (let i = 0; i < 1000; i++) p.client.send(i);
   await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (got.length === 1000) { clearInterval(iv); resolve(); } }, 5); }), 20_000, 'messages');
   assert.deepStrictEqual(got, Array.from({ length: 1000 }, (_, i) => i));
-  assert.strictEqual(p.client.stats().rings.enabled, true);
   assert.ok(p.client.stats().rings.messagesOut > 900);
+  // The server sets up its ring in answer to the client's: by the time an
+  // answer reaches the client, both directions are on rings.
+  p.serverSide.send('back');
+  await withTimeout(nextMessage(p.client, (m) => m === 'back'), 20_000, 'the answer');
+  assert.strictEqual(p.client.stats().rings.enabled, true);
+  assert.strictEqual(p.serverSide.stats().rings.enabled, true);
+  assert.ok(p.serverSide.stats().rings.messagesOut >= 1);
 });
+
+function ringMaps() {
+  return fs.readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.includes('procwire-ring')).length;
+}
+
+// Descriptors of this process whose link starts with `prefix`.
+function fdsLinkingTo(prefix) {
+  return fs.readdirSync('/proc/self/fd').map(Number).filter((n) => {
+    try { return fs.readlinkSync(`/proc/self/fd/${n}`).startsWith(prefix); } catch { return false; }
+  });
+}
+
+for (const when of ['before its hello', 'after its hello, before its proof']) {
+  test(`a ring set-up sent ${when} maps nothing and the peer is refused`, { ...TIMEOUT, skip }, async (t) => {
+    // A working pair first, so this process holds a valid ring memfd and
+    // eventfd to send, as a hostile local peer could.
+    const p = await namedPair();
+    t.after(() => p.close());
+    p.client.send('x');
+    await withTimeout(nextMessage(p.serverSide, (m) => m === 'x'), 20_000, 'x');
+    p.serverSide.send('y');
+    await withTimeout(nextMessage(p.client, (m) => m === 'y'), 20_000, 'y');
+    const [ringFd] = fdsLinkingTo('/memfd:procwire-ring');
+    const [wakeFd] = fdsLinkingTo('anon_inode:[eventfd]');
+    assert.ok(ringFd !== undefined && wakeFd !== undefined);
+
+    // A server that requires the hello (its key file beside the socket).
+    const name = uniqueName('ring-preauth');
+    const server = procwire.listen(name);
+    t.after(() => server.close());
+    await server.ready;
+    let admitted = 0;
+    server.on('channel', () => { admitted++; });
+    const rejected = new Promise((resolve) => server.once('reject', resolve));
+    const mapsBefore = ringMaps();
+    // The peer skips the proof: no secret, no rings of its own.
+    const raw = await procwire.connect(name, { auth: false, rings: 'never' });
+    t.after(() => raw.destroy());
+    raw.on('error', () => {});
+    if (when !== 'before its hello') {
+      raw.send({ cmd: 'NODE_PROCWIRE_HELLO', v: HELLO_VERSION, nonce: 'ab'.repeat(32) });
+    }
+    raw._sendRaw(Buffer.from([0, 0, 0, 2, 0xfd, 1]), [ringFd, wakeFd]);
+    const err = await withTimeout(rejected, 10_000, 'the server to refuse the peer');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_REQUIRED', err.message);
+    assert.strictEqual(ringMaps(), mapsBefore, 'no ring was mapped for the peer');
+    assert.strictEqual(admitted, 0);
+    await withTimeout(once(raw, 'close'), 10_000, 'the peer to be cut off');
+  });
+}
 
 test('small, ring-sized, oversized, out-of-line and handle-carrying messages keep one order', { ...TIMEOUT, skip }, async (t) => {
   const { child, channel } = await forkPeer(t);
@@ -158,6 +215,57 @@ test('backpressure with a stalled reader: send() says false, then drain, nothing
   assert.ok(channel.stats().rings.messagesOut > 0);
 });
 
+// Must match seqText in test/fixtures/ring-peer.js: sizes 0 .. 4999, so
+// ring records end at every alignment, and records straddle the end of the
+// ring at ever-changing offsets.
+function seqText(i) {
+  return String.fromCharCode(97 + (i % 26)).repeat((i * 7919) % 5000);
+}
+
+async function sendSequence(channel, n, { stallMs = 0 } = {}) {
+  channel.send({ op: 'count-start' });
+  if (stallMs > 0) channel.send({ op: 'stall', ms: stallMs });
+  for (let i = 0; i < n; i++) {
+    if (!channel.send({ op: 'seq', i, s: seqText(i) }) && stallMs === 0) {
+      await withTimeout(once(channel, 'drain'), 30_000, 'drain');
+    }
+    // Unless the reader is stalled on purpose, a round trip every 200
+    // messages (about 500 KB) keeps the ring from filling, so every record
+    // takes the ring.
+    if (stallMs === 0 && i % 200 === 199) {
+      channel.send({ op: 'ping', i });
+      await withTimeout(nextMessage(channel, (m) => m && m.op === 'ping' && m.i === i), 30_000, 'a round trip');
+    }
+  }
+  channel.send({ op: 'count-end' });
+  return withTimeout(nextMessage(channel, (m) => m && m.op === 'count-result'), 60_000, 'the count');
+}
+
+test('wrap-around: 50 MB of records of every size lap the ring many times, all intact and in order', { ...TIMEOUT, skip }, async (t) => {
+  const { channel } = await forkPeer(t);
+  const before = channel.stats().rings.messagesOut;
+  const n = 20_000;
+  const result = await sendSequence(channel, n);
+  assert.deepStrictEqual([result.n, result.bad], [n, 0]);
+  // About 50 MB through a 1 MiB ring: dozens of laps, all on the ring.
+  const onRing = channel.stats().rings.messagesOut - before;
+  assert.ok(onRing >= n, `${onRing} of ${n} messages took the ring`);
+});
+
+test('a full ring: frames that do not fit take the socket, in order, nothing lost', { ...TIMEOUT, skip }, async (t) => {
+  const { channel } = await forkPeer(t);
+  const before = channel.stats();
+  // The child reads nothing for a while; 12 MB are sent meanwhile, far
+  // more than the ring holds.
+  const n = 5000;
+  const result = await sendSequence(channel, n, { stallMs: 1500 });
+  assert.deepStrictEqual([result.n, result.bad], [n, 0]);
+  const after = channel.stats();
+  const total = after.messagesOut - before.messagesOut;
+  const onRing = after.rings.messagesOut - before.rings.messagesOut;
+  assert.ok(onRing > 0 && onRing < total, `${onRing} of ${total} messages took the ring`);
+});
+
 test('many sequential round trips: no wake-up is lost', { ...TIMEOUT, skip }, async (t) => {
   const { channel } = await forkPeer(t);
   const rounds = 20_000;
@@ -180,12 +288,17 @@ test('SIGKILL of the child mid-stream: the parent sees the close at once, messag
   let next = 0;
   let bad = 0;
   channel.on('message', (m) => { if (m && typeof m.i === 'number') { if (m.i !== next) bad++; next++; } });
+  // A half-written record delivered would fail to decode.
+  let undecodable = 0;
+  channel.on('messageerror', () => { undecodable++; });
   channel.send({ op: 'stream' });
   await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (next > 20_000) { clearInterval(iv); resolve(); } }, 5); }), 30_000, 'streaming');
   const closed = once(channel, 'close');
   child.kill('SIGKILL');
   await withTimeout(closed, 5000, 'close after SIGKILL');
   assert.strictEqual(bad, 0);
+  assert.strictEqual(undecodable, 0);
+  assert.ok(channel.stats().rings.messagesIn > 0);
 });
 
 test('SIGKILL of the parent side mid-stream: its child sees the disconnect and exits', { ...TIMEOUT, skip }, async (t) => {
@@ -205,7 +318,7 @@ test('SIGKILL of the parent side mid-stream: its child sees the disconnect and e
   t.diagnostic(`grandchild gone ${Date.now() - start} ms after its parent's SIGKILL`);
 });
 
-for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames']) {
+for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames', 'bad-tail']) {
   test(`hostile ring contents (${kind}) close only that channel with ERR_PROCWIRE_RING_CORRUPT`, { ...TIMEOUT, skip }, async (t) => {
     const { child, channel } = await forkPeer(t);
     const other = await forkPeer(t);
@@ -214,6 +327,13 @@ for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames'])
     // Not events.once: it would reject on the 'error' event.
     const closed = new Promise((resolve) => channel.once('close', (...args) => resolve(args)));
     channel.send({ op: 'scribble', kind });
+    if (kind === 'bad-tail') {
+      // The child broke the read index of *our* ring: we notice when the
+      // ring fills and we read it, so fill it (the child reads nothing now).
+      await withTimeout(nextMessage(channel, (m) => m && m.op === 'scribbled'), 10_000, 'the scribble');
+      const chunk = { pad: Buffer.alloc(32 * 1024) };
+      for (let i = 0; i < 64 && channel.connected; i++) channel.send(chunk);
+    }
     const [reason, err] = await withTimeout(closed, 10_000, 'close');
     assert.strictEqual(reason, 'protocol-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_RING_CORRUPT');

@@ -242,7 +242,10 @@ class Server extends ServerBase {
           continue;
         }
       }
-      this._admit(new Channel(fd, { ...channelOptions(this._options, this._address), transport: this._address.kind, peer }));
+      this._admit(new Channel(fd, {
+        ...channelOptions(this._options, this._address), transport: this._address.kind, peer,
+        hello: this._secret !== null ? 'server' : undefined,
+      }));
     }
   }
 
@@ -364,6 +367,7 @@ async function connect(target, options) {
   const [fd, inProgress] = r;
   const channel = new Channel(fd, {
     ...channelOptions(options, address), connecting: inProgress, transport: address.kind,
+    hello: secret !== null ? 'client' : undefined,
   });
   if (inProgress) {
     await new Promise((resolve, reject) => {

@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -74,6 +75,9 @@ constexpr uint8_t kRingControlByte = 0xFD;
 constexpr uint8_t kRingSetupVersion = 1;
 // Ring records delivered per wake-up before yielding to the rest of the loop.
 constexpr int kMaxRingRecordsPerWake = 4096;
+// The longest one ring wake-up keeps the event loop (delivering and
+// spinning) before the rest of the loop gets its turn.
+constexpr uint64_t kMaxRingPollNs = 1000000;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
 
@@ -276,12 +280,16 @@ class NativeChannel final : public HandleWrap {
     self->ool_send_ = self->ool_enabled_;
   }
 
-  // allowRings(): the peer may set up a ring towards us (a ring set-up
-  // control frame is accepted). Called by channels that announce `rings`.
+  // allowRings([answer]): the peer may set up a ring towards us (a ring
+  // set-up control frame is accepted). Called by channels that announce
+  // `rings`; on channels that run the hello, only once it is done. With
+  // answer (the server of such a channel), our own ring is set up as soon as
+  // the peer's is attached, in answer to it.
   static void AllowRings(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     self->rings_allowed_ = true;
+    self->rings_answer_ = args.Length() > 0 && args[0]->IsTrue();
   }
 
   // enableRings() -> total bytes ever queued: the peer announced `rings`;
@@ -293,30 +301,36 @@ class NativeChannel final : public HandleWrap {
   static void EnableRings(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
-    if (!self->ring_out_ready_ && !self->ended_ && !self->closing_) {
-      if (self->rings_ == nullptr) self->rings_.reset(new RingTransport());
-      int ring_fd = -1;
-      int wake_fd = -1;
-      if (self->rings_->CreateOutbound(kChannelRingCapacity) == 0 &&
-          self->rings_->DupOutboundFds(&ring_fd, &wake_fd) == 0) {
-        const bool json = self->reader_.format() == WireFormat::kJson;
-        const size_t size = json ? 3 : kAdvancedHeaderSize + 2;
-        uint8_t* control = static_cast<uint8_t*>(std::malloc(size));
-        CHECK_NOT_NULL(control);
-        if (json) {
-          control[0] = kRingControlByte;
-          control[1] = kRingSetupVersion;
-          control[2] = '\n';
-        } else {
-          WriteU32BigEndian(control, 2);
-          control[4] = kRingControlByte;
-          control[5] = kRingSetupVersion;
-        }
-        self->queue_.Push(OutChunk{control, size, FreeBlock, nullptr, {ring_fd, wake_fd}});
-        self->ring_out_ready_ = true;
-      }
-    }
+    self->QueueRingSetup();
     args.GetReturnValue().Set(self->TotalPushed());
+  }
+
+  // Creates our outbound ring and queues its set-up frame. False when the
+  // ring already exists, the channel is ending or the ring cannot be made.
+  bool QueueRingSetup() {
+    if (ring_out_ready_ || ended_ || closing_) return false;
+    if (rings_ == nullptr) rings_.reset(new RingTransport());
+    int ring_fd = -1;
+    int wake_fd = -1;
+    if (rings_->CreateOutbound(kChannelRingCapacity) != 0 || rings_->DupOutboundFds(&ring_fd, &wake_fd) != 0) {
+      return false;
+    }
+    const bool json = reader_.format() == WireFormat::kJson;
+    const size_t size = json ? 3 : kAdvancedHeaderSize + 2;
+    uint8_t* control = static_cast<uint8_t*>(std::malloc(size));
+    CHECK_NOT_NULL(control);
+    if (json) {
+      control[0] = kRingControlByte;
+      control[1] = kRingSetupVersion;
+      control[2] = '\n';
+    } else {
+      WriteU32BigEndian(control, 2);
+      control[4] = kRingControlByte;
+      control[5] = kRingSetupVersion;
+    }
+    queue_.Push(OutChunk{control, size, FreeBlock, nullptr, {ring_fd, wake_fd}});
+    ring_out_ready_ = true;
+    return true;
   }
 
   // setMaxMessageSize(n): the largest payload accepted from now on, applied
@@ -448,13 +462,25 @@ class NativeChannel final : public HandleWrap {
     // then the frame is also "written" in byte order, which keeps the
     // monotonic byte counts (and send callbacks) true. The record's mark is
     // the socket bytes queued so far, which orders it against them.
-    if (ring_out_ready_ && queue_.empty() && !connecting_ &&
-        rings_->Write(queue_.total_pushed(), frame.data, frame.size)) {
-      ring_user_bytes_ += static_cast<double>(frame.size);
-      std::free(frame.data);
-      return;
+    if (ring_out_ready_ && queue_.empty() && !connecting_) {
+      if (rings_->Write(queue_.total_pushed(), frame.data, frame.size)) {
+        ring_user_bytes_ += static_cast<double>(frame.size);
+        std::free(frame.data);
+        return;
+      }
+      if (rings_->outbound_failed()) OutboundRingFailed();
     }
     queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
+  }
+
+  // The peer moved the read index of our ring to an impossible place. The
+  // frame at hand (and any after it) goes by the socket, so nothing is
+  // lost or reordered, and the channel is closed with
+  // ERR_PROCWIRE_RING_CORRUPT from the ring's poll handle, outside this send.
+  void OutboundRingFailed() {
+    if (rings_->corrupt_reason() != nullptr) return;
+    rings_->SetCorrupt("the peer moved the read index of our ring to an impossible place");
+    if (ring_poll_started_) EventFdSignal(rings_->inbound_wake_fd());
   }
 
   // Monotonic byte counts over both ways out (see Write and Flush).
@@ -683,6 +709,13 @@ class NativeChannel final : public HandleWrap {
 
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
+    // Our ring's set-up, queued in answer to the peer's, goes out now.
+    if (ring_setup_unflushed_ && end_status == 1 && !ended_) {
+      ring_setup_unflushed_ = false;
+      const int err = DoFlush();
+      if (closing_) return;
+      if (err != 0) end_status = -err;
+    }
     if (end_status == kEndRingCorrupt) {
       EndRingCorrupt(context);
     } else if (end_status == kEndSegmentProtocol) {
@@ -769,6 +802,15 @@ class NativeChannel final : public HandleWrap {
     DeliverFrame(context, block, frame, messages, errors, handle_fds, try_catch);
   }
 
+  // How a DrainRing call ended.
+  enum class RingDrain : uint8_t {
+    kEmpty,     // The ring is empty; sleep was not announced (announce false).
+    kSleeping,  // The ring is empty and sleep is announced.
+    kWaiting,   // A record waits for socket bytes not read yet.
+    kMore,      // The batch budget is spent; our eventfd is signalled.
+    kCorrupt,   // The peer broke the ring (corrupt_reason()).
+  };
+
   // A ring set-up frame [0xFD][1]: the next two descriptors received are the
   // peer's ring (memfd) and its eventfd.
   void TakeRing(const FrameReader::Frame& frame) {
@@ -793,15 +835,17 @@ class NativeChannel final : public HandleWrap {
     // The socket alone decides whether the channel keeps the process alive.
     uv_unref(reinterpret_cast<uv_handle_t*>(&ring_poll_));
     CHECK_EQ(uv_poll_start(&ring_poll_, UV_READABLE, OnRingPoll), 0);
+    if (rings_answer_ && QueueRingSetup()) ring_setup_unflushed_ = true;
   }
 
   // Delivers ring records marked <= limit (the socket bytes framed so far
   // by default). With the ring empty it announces sleep, so the writer's next
   // record signals our eventfd; with a record waiting for socket bytes it
-  // does not: the read that brings them drains the ring again.
-  void DrainRing(Local<Context> context, std::vector<Local<Value>>* messages,
-                 std::vector<Local<Value>>* errors, std::vector<Local<Value>>* handle_fds,
-                 v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX) {
+  // does not: the read that brings them drains the ring again. Without
+  // announce, an empty ring returns kEmpty and the caller decides.
+  RingDrain DrainRing(Local<Context> context, std::vector<Local<Value>>* messages,
+                      std::vector<Local<Value>>* errors, std::vector<Local<Value>>* handle_fds,
+                      v8::TryCatch* try_catch, uint64_t limit = UINT64_MAX, bool announce = true) {
     // Before a socket frame (an explicit limit) every earlier record must
     // go first, however many; otherwise the batch is bounded.
     const bool bounded = limit == UINT64_MAX;
@@ -811,7 +855,7 @@ class NativeChannel final : public HandleWrap {
       if (bounded && n >= kMaxRingRecordsPerWake) {
         // Come back after the rest of the loop has had its turn.
         EventFdSignal(rings_->inbound_wake_fd());
-        return;
+        return RingDrain::kMore;
       }
       const uint8_t* frames = nullptr;
       size_t size = 0;
@@ -828,47 +872,93 @@ class NativeChannel final : public HandleWrap {
             rings_->SetCorrupt(fe == FramingError::kMessageTooLarge
                                    ? "a ring frame exceeds maxMessageSize"
                                    : "a ring record does not hold whole frames");
-            return;
+            return RingDrain::kCorrupt;
           }
           continue;
         }
         case RingTransport::ReadStatus::kEmpty:
-          if (rings_->PrepareToSleep()) return;
+          if (!announce) return RingDrain::kEmpty;
+          if (rings_->PrepareToSleep()) return RingDrain::kSleeping;
           continue;
         case RingTransport::ReadStatus::kWaiting:
+          return RingDrain::kWaiting;
         case RingTransport::ReadStatus::kCorrupt:
-          return;
+          return RingDrain::kCorrupt;
       }
     }
   }
 
+  // The eventfd says the peer wrote to a ring we announced we sleep on.
+  // Delivers what is there (one JavaScript call per batch), then, while
+  // records have been following each other within microseconds, waits for
+  // the next within the adaptive window (SpinWindow) before announcing
+  // sleep again, so a busy channel skips the sleep and wake-up system calls
+  // and an idle one sleeps at once. One wake-up is bounded in time; the
+  // rest of the event loop gets its turn after it.
   static void OnRingPoll(uv_poll_t* handle, int status, int events) {
     NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
     if (self->closing_ || self->ended_) return;
-    EventFdDrain(self->rings_->inbound_wake_fd());
+    RingTransport* rings = self->rings_.get();
+    EventFdDrain(rings->inbound_wake_fd());
     // Paused: readStart signals the eventfd again.
     if (!self->reading_) return;
     Isolate* isolate = self->data_->isolate;
     HandleScope scope(isolate);
     Local<Context> context = self->context_.Get(isolate);
     Context::Scope context_scope(context);
-    std::vector<Local<Value>> messages, errors, handle_fds;
-    try {
-      v8::TryCatch try_catch(isolate);
-      self->DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
-    } catch (const std::bad_alloc&) {
-      Local<Value> err;
-      if (!MakeCodedError(self->data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY",
-                          "out of memory while reading from the peer; the channel was closed")
-               .ToLocal(&err)) {
+    uint64_t now = MonotonicNs();
+    if (rings->empty_since_ns != 0) rings->spin.Arrived(now - rings->empty_since_ns);
+    rings->empty_since_ns = 0;
+    const uint64_t deadline = now + kMaxRingPollNs;
+    for (;;) {
+      std::vector<Local<Value>> messages, errors, handle_fds;
+      RingDrain drained;
+      try {
+        v8::TryCatch try_catch(isolate);
+        drained = self->DrainRing(context, &messages, &errors, &handle_fds, &try_catch, UINT64_MAX, false);
+      } catch (const std::bad_alloc&) {
+        Local<Value> err;
+        if (!MakeCodedError(self->data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                            "out of memory while reading from the peer; the channel was closed")
+                 .ToLocal(&err)) {
+          return;
+        }
+        self->End(0, err);
         return;
       }
-      self->End(0, err);
-      return;
+      self->EmitBatch(messages, errors, handle_fds);
+      if (self->closing_ || self->ended_) return;
+      if (rings->corrupt_reason() != nullptr) {
+        self->EndRingCorrupt(context);
+        return;
+      }
+      // kMore signalled our eventfd; kWaiting is drained by the socket read
+      // that brings the bytes it waits for; paused, readStart signals.
+      if (drained != RingDrain::kEmpty || !self->reading_) return;
+      now = MonotonicNs();
+      const uint64_t window = now < deadline ? rings->spin.window_ns() : 0;
+      bool found = false;
+      if (window > 0) {
+        // Yielding rather than pausing: on a machine with more runnable
+        // threads than CPUs the writer may be waiting for ours, and a spin
+        // that held the CPU would only delay the record it waits for.
+        uint64_t t = now;
+        while (!(found = rings->InboundMaybeReady()) && (t = MonotonicNs()) - now < window) sched_yield();
+        if (found) {
+          rings->spin.Arrived(MonotonicNs() - now);
+        } else {
+          rings->spin.Missed(t - now);
+        }
+      }
+      if (!found && rings->PrepareToSleep()) {
+        rings->empty_since_ns = now;
+        return;
+      }
+      if (MonotonicNs() >= deadline) {
+        EventFdSignal(rings->inbound_wake_fd());
+        return;
+      }
     }
-    self->EmitBatch(messages, errors, handle_fds);
-    if (self->closing_ || self->ended_) return;
-    if (self->rings_->corrupt_reason() != nullptr) self->EndRingCorrupt(context);
   }
 
   void EndTruncated(Local<Context> context) {
@@ -1067,6 +1157,10 @@ class NativeChannel final : public HandleWrap {
   std::unique_ptr<RingTransport> rings_;
   // The peer may set up its ring towards us (we announced `rings`).
   bool rings_allowed_ = false;
+  // Our ring is set up in answer to the peer's (the server of a channel
+  // that ran the hello), and that set-up frame still needs a flush.
+  bool rings_answer_ = false;
+  bool ring_setup_unflushed_ = false;
   // Our ring's set-up frame is queued: frames may take our ring.
   bool ring_out_ready_ = false;
   // True while frames of a ring record are being delivered.
