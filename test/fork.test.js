@@ -519,6 +519,12 @@ test('descriptors that come without a NODE_HANDLE message are closed at once, an
   const client = await procwire.connect(name);
   t.after(() => client.destroy());
   const [peer] = await accepted;
+  // One round trip first: by its end both ends have set up their
+  // shared-memory rings, whose descriptors are not what this test counts.
+  client.send('warm-up');
+  await withTimeout(once(peer, 'message'), 'warm-up');
+  peer.send('warm-up');
+  await withTimeout(once(client, 'message'), 'warm-up');
   const countFds = () => fs.readdirSync('/proc/self/fd').length;
   const frame = procwire.codec.advanced.encode({ plain: true });
   const fd = fs.openSync(__filename, 'r');
