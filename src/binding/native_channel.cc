@@ -15,6 +15,8 @@
 
 #include "../core/channel_stats.h"
 #include "../core/frame_reader.h"
+#include "../core/inbound.h"
+#include "../core/protocol.h"
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
 #include "codec.h"
@@ -58,20 +60,11 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
-// Received descriptors waiting for the frame that claims them (a segment
-// announcement, or a NODE_HANDLE message on channels that take handles).
-// They only wait while that frame is still incomplete; a peer that gets more
-// than this many in flight that way is broken or hostile.
-constexpr size_t kMaxPendingFds = 256;
-// First payload byte of the control frame that announces a message's
-// segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
-// and only exchanged between procwire peers with out-of-line sending on.
-constexpr uint8_t kSegmentsControlByte = 0xFE;
-// First payload byte of the ring set-up control frame, [0xFD][1], which
-// carries the sender's outbound ring (memfd) and its eventfd. Only sent to a
-// peer that announced `rings` in its capabilities.
-constexpr uint8_t kRingControlByte = 0xFD;
-constexpr uint8_t kRingSetupVersion = 1;
+// The control frames' first bytes (docs/protocol.md): [0xFE][n] announces a
+// message's segments, [0xFD][1] sets up the sender's ring.
+using protocol::kRingControlByte;
+using protocol::kRingSetupVersion;
+using protocol::kSegmentsControlByte;
 // Ring records delivered per wake-up before yielding to the rest of the loop.
 constexpr int kMaxRingRecordsPerWake = 4096;
 
@@ -101,6 +94,7 @@ class NativeChannel final : public HandleWrap {
     on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
     on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
     on_connect_.Reset(isolate, GetFunction(context, callbacks, "onconnect"));
+    if (ool_enabled_) inbound_.AcceptSegments();
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
     AttachUvHandle(reinterpret_cast<uv_handle_t*>(&poll_));
     UpdatePoll();
@@ -267,7 +261,7 @@ class NativeChannel final : public HandleWrap {
   static void AcceptHandles(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
-    self->handles_enabled_ = true;
+    self->inbound_.AcceptHandles();
   }
 
   static void EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
@@ -281,7 +275,7 @@ class NativeChannel final : public HandleWrap {
   static void AllowRings(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
-    self->rings_allowed_ = true;
+    self->inbound_.AcceptRings();
   }
 
   // enableRings() -> total bytes ever queued: the peer announced `rings`;
@@ -406,7 +400,6 @@ class NativeChannel final : public HandleWrap {
 
   void ReleaseV8Handles() override {
     if (block_ != nullptr) block_->ReleaseArrayBuffer();
-    next_segments_.clear();
     on_read_.Reset();
     on_write_.Reset();
     on_end_.Reset();
@@ -614,7 +607,7 @@ class NativeChannel final : public HandleWrap {
       if (tail.size >= kDirectReadThreshold) {
         r = ReceiveWithFds(fd_, tail.data, tail.size, &fds);
         counters_.read_calls++;
-        AdoptFds(&fds);
+        inbound_.Receive(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -637,7 +630,7 @@ class NativeChannel final : public HandleWrap {
         }
         r = ReceiveWithFds(fd_, block_->data(), kReadBufferSize, &fds);
         counters_.read_calls++;
-        AdoptFds(&fds);
+        inbound_.Receive(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -668,7 +661,8 @@ class NativeChannel final : public HandleWrap {
       DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
     }
     if (reader_.error() != FramingError::kNone && end_status == 1) end_status = kEndFramingError;
-    if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1)
+    if (inbound_.error() != InboundError::kNone && inbound_.error() != InboundError::kMalformedRingSetup &&
+        end_status == 1)
       end_status = kEndSegmentProtocol;
     if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0)
       end_status = kEndRingCorrupt;
@@ -679,7 +673,7 @@ class NativeChannel final : public HandleWrap {
     // A descriptor rides on the first byte of the frame that claims it, so
     // once every byte read so far belongs to a complete frame, a descriptor
     // still unclaimed was never announced: it is closed now rather than held.
-    if (reader_.buffered() == 0) ClosePendingFds();
+    inbound_.AfterRead(reader_.buffered());
 
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
@@ -687,8 +681,7 @@ class NativeChannel final : public HandleWrap {
       EndRingCorrupt(context);
     } else if (end_status == kEndSegmentProtocol) {
       Local<Value> err;
-      const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
-                                                           : "too many unclaimed descriptors from the peer";
+      const char* why = InboundErrorMessage(inbound_.error());
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
       End(0, err);
     } else if (end_status == kEndFramingError && reader_.error() == FramingError::kOutOfMemory) {
@@ -761,26 +754,13 @@ class NativeChannel final : public HandleWrap {
     socket_framed_ += frame.size + (reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1);
     if (rings_ != nullptr && rings_->has_inbound())
       DrainRing(context, messages, errors, handle_fds, try_catch, start);
-    if (rings_allowed_ && frame.size >= 1 && frame.data[0] == kRingControlByte) {
-      frame_bytes_ += static_cast<double>(frame.size);
-      TakeRing(frame);
-      return;
-    }
-    DeliverFrame(context, block, frame, messages, errors, handle_fds, try_catch);
+    DeliverFrame(context, block, frame, Inbound::Source::kSocket, messages, errors, handle_fds, try_catch);
   }
 
-  // A ring set-up frame [0xFD][1]: the next two descriptors received are the
-  // peer's ring (memfd) and its eventfd.
-  void TakeRing(const FrameReader::Frame& frame) {
+  // A ring set-up frame [0xFD][1] brought the peer's ring (memfd) and its
+  // eventfd, which this takes over.
+  void TakeRing(int ring_fd, int wake_fd) {
     if (rings_ == nullptr) rings_.reset(new RingTransport());
-    if (frame.size != 2 || frame.data[1] != kRingSetupVersion || pending_fds_.size() < 2) {
-      rings_->SetCorrupt("malformed ring set-up");
-      return;
-    }
-    const int ring_fd = pending_fds_.front();
-    pending_fds_.pop_front();
-    const int wake_fd = pending_fds_.front();
-    pending_fds_.pop_front();
     const int err = rings_->AttachInbound(ring_fd, wake_fd);
     CloseFd(ring_fd);
     if (err != 0) {
@@ -818,12 +798,11 @@ class NativeChannel final : public HandleWrap {
       switch (rings_->Read(limit, &frames, &size)) {
         case RingTransport::ReadStatus::kRecord: {
           counters_.bytes_in += static_cast<double>(size);
-          delivering_ring_ = true;
           const FramingError fe = ring_frames_.Push(frames, size, [&](const FrameReader::Frame& f) {
             rings_->messages_in++;
-            DeliverFrame(context, nullptr, f, messages, errors, handle_fds, try_catch);
+            DeliverFrame(context, nullptr, f, Inbound::Source::kRing, messages, errors, handle_fds,
+                         try_catch);
           });
-          delivering_ring_ = false;
           if (fe != FramingError::kNone || ring_frames_.buffered() != 0) {
             rings_->SetCorrupt(fe == FramingError::kMessageTooLarge
                                    ? "a ring frame exceeds maxMessageSize"
@@ -882,15 +861,33 @@ class NativeChannel final : public HandleWrap {
     End(0, err);
   }
 
+  // One whole frame, from the socket or a ring record, in stream order: the
+  // inbound protocol (src/core/inbound.h) says whether it is a control frame
+  // and which descriptors it owns; a message is decoded.
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
-                    std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
-                    std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
+                    Inbound::Source source, std::vector<Local<Value>>* messages,
+                    std::vector<Local<Value>>* errors, std::vector<Local<Value>>* handle_fds,
+                    v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
-    frame_bytes_ += static_cast<double>(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1));
-    if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
-      TakeSegments(isolate, frame);
+    Inbound::Frame claimed;
+    // After a protocol error nothing more is delivered: the channel closes
+    // once this read's batch is handed over.
+    if (inbound_.OnFrame(frame.data, frame.size, source, &claimed) != Inbound::Status::kOk) {
+      if (inbound_.error() == InboundError::kMalformedRingSetup) {
+        // Reported as the ring's corruption, like every other ring set-up
+        // failure.
+        if (rings_ == nullptr) rings_.reset(new RingTransport());
+        rings_->SetCorrupt(InboundErrorMessage(inbound_.error()));
+      }
       return;
     }
+    if (claimed.kind == Inbound::FrameKind::kRingSetup) {
+      frame_bytes_ += static_cast<double>(frame.size);
+      TakeRing(claimed.fds[0], claimed.fds[1]);
+      return;
+    }
+    frame_bytes_ += static_cast<double>(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1));
+    if (claimed.kind == Inbound::FrameKind::kSegmentAnnouncement) return;
     counters_.messages_in++;
     counters_.histogram_in[SizeBucket(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1))]++;
     Local<Value> value;
@@ -900,20 +897,19 @@ class NativeChannel final : public HandleWrap {
     if (!frame.in_place && frame.size >= kLendReassembledThreshold) memory = &reassembled;
     InSegments segments;
     InSegments* with_segments = nullptr;
+    const char* bad_segments = nullptr;
     if (ool_enabled_) {
-      for (Global<ArrayBuffer>& g : next_segments_) segments.buffers.push_back(g.Get(isolate));
-      next_segments_.clear();
+      bad_segments = MapSegments(isolate, &claimed.fds, &segments);
       // Even with none announced, a procwire peer's frame may only refer to
       // segments it announced: an empty list turns stray references into
       // coded errors rather than "unknown tag".
       with_segments = &segments;
       if (!segments.buffers.empty()) counters_.ool_messages_in++;
     }
-    if (bad_segments_ != nullptr) {
+    if (bad_segments != nullptr) {
       // The announced segments failed their checks: this frame is skipped
       // with a coded error; the stream itself is intact.
-      const char* why = bad_segments_;
-      bad_segments_ = nullptr;
+      const char* why = bad_segments;
       counters_.decode_errors++;
       Local<Value> err;
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) {
@@ -926,12 +922,13 @@ class NativeChannel final : public HandleWrap {
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value, with_segments,
                       reader_.max_payload_size())) {
       // Handles always travel by the socket: a ring frame never claims one.
-      if (handles_enabled_ && !delivering_ring_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
+      if (source == Inbound::Source::kSocket && inbound_.accepts_handles() && inbound_.pending() > 0 &&
+          IsHandleMessage(context, value)) {
         // Node's protocol: the descriptor that arrived with (or before) a
         // NODE_HANDLE message is that message's handle.
+        const int fd = inbound_.TakeHandle();
         handle_fds->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
-        handle_fds->push_back(Integer::New(isolate, pending_fds_.front()));
-        pending_fds_.pop_front();
+        handle_fds->push_back(Integer::New(isolate, fd));
       }
       messages->push_back(value);
       return;
@@ -943,29 +940,6 @@ class NativeChannel final : public HandleWrap {
     try_catch->Reset();
     errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
     errors->push_back(err);
-  }
-
-  // Descriptors wait for the control frame that claims them, on channels
-  // that take segments; anywhere else they are closed at once, so a peer
-  // cannot fill our descriptor table. They are adopted right after each
-  // read, before that read's frames are parsed, because the descriptors
-  // travel with the first byte of their control frame.
-  void AdoptFds(std::vector<int>* fds) {
-    const bool takes_fds = ool_enabled_ || handles_enabled_ || rings_allowed_;
-    for (int fd : *fds) {
-      if (takes_fds && pending_fds_.size() < kMaxPendingFds) {
-        pending_fds_.push_back(fd);
-      } else {
-        CloseFd(fd);
-        if (takes_fds) too_many_fds_ = true;
-      }
-    }
-    fds->clear();
-  }
-
-  void ClosePendingFds() {
-    for (int fd : pending_fds_) CloseFd(fd);
-    pending_fds_.clear();
   }
 
   // True for { cmd: 'NODE_HANDLE', ... }: a plain decoded object, so reading
@@ -984,46 +958,36 @@ class NativeChannel final : public HandleWrap {
     return text.length() == 11 && std::memcmp(*text, "NODE_HANDLE", 11) == 0;
   }
 
-  // A control frame [0xFE][n]: the next frame's n segments are the next n
-  // descriptors received. Each is checked (memfd, sealed against writes,
-  // shrinking and growing) and mapped privately.
-  void TakeSegments(Isolate* isolate, const FrameReader::Frame& frame) {
-    const size_t count = frame.size == 2 ? frame.data[1] : 0;
-    if (count == 0 || count > kMaxSegmentsPerFrame) {
-      segment_protocol_error_ = "malformed segment announcement";
-      return;
-    }
-    if (pending_fds_.size() < count) {
-      segment_protocol_error_ = "a segment announcement arrived without its descriptors";
-      return;
-    }
-    next_segments_.clear();
+  // Maps the segments announced for a message (descriptors it owns, closed
+  // here): each is checked (memfd, sealed against writes, shrinking and
+  // growing) and mapped privately. Returns why they failed, or nullptr;
+  // after a failure the rest are only closed and segments is left empty.
+  const char* MapSegments(Isolate* isolate, std::vector<int>* fds, InSegments* segments) {
+    const char* bad = nullptr;
     size_t message_bytes = 0;
-    for (size_t i = 0; i < count; i++) {
-      const int fd = pending_fds_.front();
-      pending_fds_.pop_front();
+    for (int fd : *fds) {
       int error = 0;
       Local<ArrayBuffer> ab;
       taken_segments_++;
       // One message's segments together are held to maxMessageSize, as
       // its inline bytes are; each is checked before it is mapped.
       const size_t max = reader_.max_payload_size();
-      if (bad_segments_ == nullptr &&
-          MapReceivedSegment(isolate, fd, max - message_bytes, &error).ToLocal(&ab)) {
+      if (bad == nullptr && MapReceivedSegment(isolate, fd, max - message_bytes, &error).ToLocal(&ab)) {
         message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
-        next_segments_.emplace_back(isolate, ab);
-      } else if (bad_segments_ == nullptr) {
-        bad_segments_ =
-            error == EPERM
-                ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
-            : error == EFBIG ? "a received segment is larger than maxMessageSize"
-                             : "a received segment could not be mapped";
-        next_segments_.clear();
+        segments->buffers.push_back(ab);
+      } else if (bad == nullptr) {
+        bad = error == EPERM
+                  ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+              : error == EFBIG ? "a received segment is larger than maxMessageSize"
+                               : "a received segment could not be mapped";
+        segments->buffers.clear();
       }
       CloseFd(fd);
     }
+    fds->clear();
+    return bad;
   }
 
   // The stream ended (status 0), failed (-errno) or was found corrupt (err).
@@ -1052,7 +1016,6 @@ class NativeChannel final : public HandleWrap {
 
   ~NativeChannel() override {
     CloseFd(fd_);
-    for (int fd : pending_fds_) CloseFd(fd);
     queue_.Clear();
     delete block_;
   }
@@ -1065,12 +1028,8 @@ class NativeChannel final : public HandleWrap {
   // Shared-memory rings with a procwire peer on this host (see
   // ring_transport.h); null until either side sets one up.
   std::unique_ptr<RingTransport> rings_;
-  // The peer may set up its ring towards us (we announced `rings`).
-  bool rings_allowed_ = false;
   // Our ring's set-up frame is queued: frames may take our ring.
   bool ring_out_ready_ = false;
-  // True while frames of a ring record are being delivered.
-  bool delivering_ring_ = false;
   // Bytes of whole socket frames framed so far, the reader's side of the
   // ring records' socket marks.
   uint64_t socket_framed_ = 0;
@@ -1091,16 +1050,12 @@ class NativeChannel final : public HandleWrap {
   bool ool_enabled_;
   bool ool_send_ = false;
   size_t ool_threshold_;
-  std::deque<int> pending_fds_;
-  std::vector<Global<ArrayBuffer>> next_segments_;
-  const char* bad_segments_ = nullptr;
-  const char* segment_protocol_error_ = nullptr;
-  bool too_many_fds_ = false;
+  // Received descriptors and the control frames that claim them.
+  Inbound inbound_;
   // The peer hung up while reads were paused (see OnPoll).
   bool peer_hung_up_ = false;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
-  bool handles_enabled_ = false;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Optional counters shared with JavaScript (see New).
