@@ -54,6 +54,37 @@ test('checkHandle() refuses a handle that breaks the contract, with a coded erro
   assert.throws(() => capabilities({ teleport: true }), TypeError);
 });
 
+test('the fallback server derives from ServerBase, not from the native Server', () => {
+  const { ServerBase } = require('../lib/transport/server');
+  const { Server } = require('../lib/transport/socket');
+  const { FallbackServer } = require('../lib/transport/fallback');
+  assert.strictEqual(Object.getPrototypeOf(FallbackServer), ServerBase);
+  assert.ok(!(FallbackServer.prototype instanceof Server));
+});
+
+// src/binding/ has one file pair per wrapped object, each on the shared
+// HandleWrap base when it owns libuv handles, and addon.cc only registers.
+test('the binding has one file per wrapped object', () => {
+  const dir = path.join(root, 'src/binding');
+  const wrapped = { native_channel: 'NativeChannel', native_listener: 'NativeListener', framer_wrap: 'FramerWrap' };
+  for (const [file, cls] of Object.entries(wrapped)) {
+    const src = fs.readFileSync(path.join(dir, `${file}.cc`), 'utf8');
+    assert.match(src, new RegExp(`class ${cls}\\b`), `${cls} lives in ${file}.cc`);
+    assert.ok(fs.existsSync(path.join(dir, `${file}.h`)), `${file}.h exists`);
+  }
+  for (const file of ['native_channel', 'native_listener']) {
+    assert.match(fs.readFileSync(path.join(dir, `${file}.cc`), 'utf8'), /final : public HandleWrap/);
+  }
+  const classes = new Map();
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.cc'))) {
+    const src = fs.readFileSync(path.join(dir, f), 'utf8');
+    for (const m of src.matchAll(/^class (Native\w+|\w+Wrap)\b/gm)) classes.set(m[1], f);
+  }
+  assert.deepStrictEqual(new Set(classes.values()).size, classes.size, `one wrapped object per file: ${[...classes]}`);
+  const addon = fs.readFileSync(path.join(dir, 'addon.cc'), 'utf8');
+  assert.doesNotMatch(addon, /^(class|void \w+\(const v8::FunctionCallbackInfo)/m, 'addon.cc only registers');
+});
+
 // Walks lib/'s require() graph from every file; a cycle makes module load
 // order matter and hands some module a half-built exports object.
 test('lib/ has no import cycle', () => {

@@ -23,9 +23,10 @@ const { makeError, systemError } = require('../errors');
 const { invalidArg } = require('../validate');
 const auth = require('../auth');
 const { JsStreamHandle } = require('../fallback/binding');
-const { listenArguments, setReady } = require('./server');
+const { ServerBase, listenArguments, setReady } = require('./server');
 const {
-  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
+  resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
+  initSocketServer, socketServerAddress,
 } = require('./socket');
 const { errno } = require('os').constants;
 
@@ -70,7 +71,20 @@ function probeUnix(file) {
   });
 }
 
-class FallbackServer extends Server {
+// A unix/TCP server on net.Server: the same state, hello and admission as
+// the native one (socket.js), its own I/O.
+class FallbackServer extends ServerBase {
+  constructor(address, options) {
+    super();
+    initSocketServer(this, address, options);
+    this._netServer = null;
+    this._unrefed = false;
+  }
+
+  address() {
+    return socketServerAddress(this);
+  }
+
   // Binds the net.Server; rejects with a coded ERR_PROCWIRE_LISTEN_FAILED.
   async _listenNet(host) {
     const a = this._address;

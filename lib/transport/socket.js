@@ -17,10 +17,6 @@ const auth = require('../auth');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 
-// Connections a server lets wait for their hello at once; past it the one
-// that has waited longest is closed (and reported as 'reject'), so a crowd of
-// silent peers costs a bounded amount.
-const DEFAULT_MAX_PENDING_HELLOS = 128;
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
 // The binding reports system errors as -errno; they are compared by name.
@@ -132,38 +128,46 @@ function channelOptions(options, address) {
   };
 }
 
+// The state every unix/TCP server keeps, whatever does its I/O (the addon
+// here, net.Server in the fallback backend): the address, options, the
+// hello's secret and limits, and the uids a unix peer may have. Throws a
+// coded error for anything listen() would not have made.
+function initSocketServer(server, address, options) {
+  if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
+    throw invalidArg('Server is made by listen(address[, options][, onChannel])');
+  }
+  options = validateObject(options, 'options');
+  server._address = address;
+  server._options = options;
+  server._boundPort = null;
+  server._keyFile = null;
+  server._setupHello(secretFor(address, options, 'server'), options);
+  const uid = process.getuid();
+  server._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
+  if (!Array.isArray(server._allowedUids) && server._allowedUids !== '*') {
+    throw invalidArg('options.allowUids must be an array of uids or "*"');
+  }
+}
+
+// server.address() of a unix/TCP server.
+function socketServerAddress(server) {
+  if (server._address.kind === 'tcp') return { host: server._host, port: server._boundPort };
+  return { path: server._address.path, abstract: server._address.abstract };
+}
+
 class Server extends ServerBase {
   // Made by listen(); called from user code with anything else, it throws a
   // coded error.
   constructor(address, options) {
     super();
-    if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
-      throw invalidArg('Server is made by listen(address[, options][, onChannel])');
-    }
-    options = validateObject(options, 'options');
-    this._address = address;
-    this._options = options;
+    initSocketServer(this, address, options);
     this._listener = null;
-    this._boundPort = null;
-    this._secret = secretFor(address, options, 'server');
-    this._keyFile = null;
-    this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
-    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
-      2 ** 31 - 1);
-    // Channels whose hello is still running, oldest first.
-    this._pending = new Set();
     this._lastAcceptError = 0;
     this._suppressedAcceptErrors = 0;
-    const uid = process.getuid();
-    this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
-    if (!Array.isArray(this._allowedUids) && this._allowedUids !== '*') {
-      throw invalidArg('options.allowUids must be an array of uids or "*"');
-    }
   }
 
   address() {
-    if (this._address.kind === 'tcp') return { host: this._host, port: this._boundPort };
-    return { path: this._address.path, abstract: this._address.abstract };
+    return socketServerAddress(this);
   }
 
   _listenNow(host) {
@@ -261,38 +265,6 @@ class Server extends ServerBase {
     const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
       suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
     this._report(err);
-  }
-
-  // Nothing the peer sends is delivered, and the user never sees the
-  // channel, until the peer proves it knows the secret.
-  _admit(channel) {
-    if (this._secret === null) {
-      this._accept(channel);
-      return;
-    }
-    // At the cap, the connection that has waited longest goes: an honest
-    // client finishes its hello in a round trip, so evicting the oldest
-    // keeps serving it while silent peers only push each other out.
-    if (this._pending.size >= this._maxPendingHellos) {
-      const oldest = this._pending.values().next().value;
-      this._pending.delete(oldest);
-      oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
-        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
-    }
-    this._pending.add(channel);
-    const quiet = () => {};
-    channel.on('error', quiet);
-    auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
-      () => {
-        this._pending.delete(channel);
-        channel.off('error', quiet);
-        if (this._closed) channel.destroy(); else this._accept(channel);
-      },
-      (err) => {
-        this._pending.delete(channel);
-        channel.destroy();
-        this.emit('reject', err);
-      });
   }
 
   // close() (ServerBase) stops accepting and removes the socket file.
@@ -397,6 +369,7 @@ module.exports = {
   listen, connect, Server, resolveAddress, channelDirectory,
   // For the backends built on this one (tls.js).
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
-  // Socket-file identity, shared with the fallback backend.
-  inodeOf, unlinkIfSame,
+  // Shared with the fallback backend: socket-file identity, the unix/TCP
+  // server's state and address.
+  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress,
 };
