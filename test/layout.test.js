@@ -54,6 +54,32 @@ test('checkHandle() refuses a handle that breaks the contract, with a coded erro
   assert.throws(() => capabilities({ teleport: true }), TypeError);
 });
 
+test('end reasons are defined once in src/core/end_reason.h and named the same in lib/', () => {
+  const { END_REASONS } = require('../lib/transport/contract');
+  const header = fs.readFileSync(path.join(root, 'src/core/end_reason.h'), 'utf8');
+  const names = [...header.match(/kEndReasonNames\[\] = \{([^}]*)\}/)[1].matchAll(/"(\w+)"/g)].map((m) => m[1]);
+  assert.deepStrictEqual(names, Object.values(END_REASONS));
+  if (native.native) assert.deepStrictEqual([...native.binding.endReasons], Object.values(END_REASONS));
+  // No magic end codes are left in the binding.
+  const channel = fs.readFileSync(path.join(root, 'src/binding/native_channel.cc'), 'utf8');
+  assert.doesNotMatch(channel, /-100\d\b/);
+});
+
+// System errors travel by name: nothing in lib/ compares an errno number.
+test('lib/ compares no raw errno numbers', () => {
+  const files = [];
+  (function walk(dir) {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p); else if (e.name.endsWith('.js')) files.push(p);
+    }
+  })(path.join(root, 'lib'));
+  for (const file of files) {
+    const src = fs.readFileSync(file, 'utf8');
+    assert.doesNotMatch(src, /-\s*errno\.[A-Z]|constants\.errno\.[A-Z]|\berrno\.E[A-Z]+/, path.relative(root, file));
+  }
+});
+
 test('the fallback server derives from ServerBase, not from the native Server', () => {
   const { ServerBase } = require('../lib/transport/server');
   const { Server } = require('../lib/transport/socket');

@@ -28,7 +28,6 @@ const {
   resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
   initSocketServer, socketServerAddress,
 } = require('./socket');
-const { errno } = require('os').constants;
 
 const MAX_UNIX_PATH = 107;
 
@@ -37,11 +36,9 @@ function streamHandle(socket, callbacks, options) {
   return new JsStreamHandle(socket, callbacks, options);
 }
 
-// -errno of a Node system error, for systemError()'s message.
-function statusOf(err) {
-  if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
-  if (err && typeof err.code === 'string' && typeof errno[err.code] === 'number') return -errno[err.code];
-  return -errno.EIO;
+// The errno name of a Node system error, for systemError().
+function errnoNameOf(err) {
+  return err && typeof err.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : 'EIO';
 }
 
 function tooLong(file) {
@@ -103,7 +100,7 @@ class FallbackServer extends ServerBase {
       }
     } catch (err) {
       srv.close();
-      throw systemError('ERR_PROCWIRE_LISTEN_FAILED', statusOf(err), 'listen', a.kind === 'tcp' ? `${host}:${a.port}` : a.path);
+      throw systemError('ERR_PROCWIRE_LISTEN_FAILED', errnoNameOf(err), 'listen', a.kind === 'tcp' ? `${host}:${a.port}` : a.path);
     }
     srv.on('error', (err) => this._report(makeError('ERR_PROCWIRE_SOCKET', err.message, err)));
     this._netServer = srv;
@@ -241,14 +238,14 @@ async function connect(target, options) {
     netOptions = { host, port: address.port };
   } else {
     where = address.path;
-    if (tooLong(address.path)) throw systemError('ERR_PROCWIRE_CONNECT_FAILED', -errno.ENAMETOOLONG, 'connect', where);
+    if (tooLong(address.path)) throw systemError('ERR_PROCWIRE_CONNECT_FAILED', 'ENAMETOOLONG', 'connect', where);
     netOptions = { path: address.abstract ? `\0${address.path}` : address.path };
   }
   const socket = net.connect({ ...netOptions, allowHalfOpen: true });
   await new Promise((resolve, reject) => {
     const onError = (err) => {
       socket.destroy();
-      reject(systemError('ERR_PROCWIRE_CONNECT_FAILED', statusOf(err), 'connect', where));
+      reject(systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoNameOf(err), 'connect', where));
     };
     socket.once('error', onError);
     socket.once('connect', () => {

@@ -19,8 +19,6 @@ const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
-// The binding reports system errors as -errno; they are compared by name.
-const { errno } = os.constants;
 
 // Which secret a listener or connector uses, or null for none:
 //   options.auth === false        no handshake (explicitly insecure);
@@ -176,15 +174,15 @@ class Server extends ServerBase {
     const backlog = this._options.backlog || 511;
     if (a.kind === 'tcp') {
       const r = binding.listenTcp(host, a.port, backlog);
-      if (typeof r === 'number') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
+      if (typeof r === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
       [fd, this._boundPort] = r;
       this._host = host;
     } else {
       fd = binding.listenUnix(a.path, a.abstract, backlog);
-      if (fd === -errno.EADDRINUSE && !a.abstract && this._removeIfStale(a.path)) {
+      if (fd === 'EADDRINUSE' && !a.abstract && this._removeIfStale(a.path)) {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
-      if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
+      if (typeof fd === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
       // Remembered so close() removes this server's file only, not one a
       // later server bound after ours was deleted.
       if (!a.abstract) this._socketIno = inodeOf(a.path);
@@ -210,11 +208,11 @@ class Server extends ServerBase {
   // be replaced. A live one is not touched.
   _removeIfStale(file) {
     const r = binding.connectUnix(file, false);
-    if (typeof r !== 'number') {
+    if (typeof r !== 'string') {
       binding.closeFd(r[0]);
       return false;
     }
-    if (r !== -errno.ECONNREFUSED) return false;
+    if (r !== 'ECONNREFUSED') return false;
     try {
       if (!fs.lstatSync(file).isSocket()) return false;
       fs.unlinkSync(file);
@@ -225,7 +223,7 @@ class Server extends ServerBase {
   }
 
   _onConnections(fds, error) {
-    if (error < 0) this._reportAcceptError(error);
+    if (error !== undefined) this._reportAcceptError(error);
     for (const fd of fds) {
       if (this._closed) {
         binding.closeFd(fd);
@@ -234,11 +232,11 @@ class Server extends ServerBase {
       let peer = null;
       if (this._address.kind === 'unix') {
         const cred = binding.peerCredentials(fd);
-        if (typeof cred !== 'number') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
-        // Without SO_PEERCRED (the JS fallback answers -ENOSYS) the socket
+        if (typeof cred !== 'string') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
+        // Without SO_PEERCRED (the JS fallback answers ENOSYS) the socket
         // file's 0600 mode is what admits only this user, so the default
         // same-uid policy holds; an explicit allow-list cannot be checked.
-        const unverifiable = cred === -errno.ENOSYS && this._options.allowUids === undefined;
+        const unverifiable = cred === 'ENOSYS' && this._options.allowUids === undefined;
         if (this._allowedUids !== '*' && !unverifiable && (peer === null || !this._allowedUids.includes(peer.uid))) {
           binding.closeFd(fd);
           this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
@@ -332,7 +330,7 @@ async function connect(target, options) {
     where = address.path;
     r = binding.connectUnix(address.path, address.abstract);
   }
-  if (typeof r === 'number') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
+  if (typeof r === 'string') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
   const [fd, inProgress] = r;
   const channel = new Channel(fd, {
     ...channelOptions(options, address), connecting: inProgress, transport: address.kind,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../core/channel_stats.h"
+#include "../core/end_reason.h"
 #include "../core/frame_reader.h"
 #include "../core/inbound.h"
 #include "../core/protocol.h"
@@ -45,13 +46,6 @@ using v8::Object;
 using v8::Value;
 
 namespace {
-
-// Why a read loop ended, besides end of stream (0) and a failed system call
-// (-errno): values below every errno, each reported with its own coded error.
-constexpr int kEndFramingError = -1000;
-constexpr int kEndSegmentProtocol = -1001;
-constexpr int kEndTruncated = -1002;
-constexpr int kEndRingCorrupt = -1003;
 
 // Reads per wake-up, and bytes, before yielding to the rest of the loop, so
 // one busy peer cannot starve other handles.
@@ -245,7 +239,7 @@ class NativeChannel final : public HandleWrap {
     CHECK_NOT_NULL(self);
     const int err = self->DoFlush();
     if (err != 0) {
-      args.GetReturnValue().Set(static_cast<double>(-err));
+      args.GetReturnValue().Set(ErrnoName(args.GetIsolate(), err));
       return;
     }
     args.GetReturnValue().Set(self->TotalWritten());
@@ -516,15 +510,18 @@ class NativeChannel final : public HandleWrap {
       if (self->connecting_) {
         // SO_ERROR was consumed above; a failed connect reports it here.
         self->connecting_ = false;
-        self->End(so_error != 0 ? -so_error : -ECONNREFUSED, Local<Value>());
+        self->End(EndReason::kSystemError, Local<Value>(), so_error != 0 ? -so_error : ECONNREFUSED);
         return;
       }
-      const int end = so_error != 0 ? -so_error : 0;
-      if ((end == 0 || end == -ECONNRESET) && self->reader_.buffered() > 0) {
+      if ((so_error == 0 || so_error == -ECONNRESET) && self->reader_.buffered() > 0) {
         self->EndTruncated(context);
         return;
       }
-      self->End(end, Local<Value>());
+      if (so_error == 0) {
+        self->End(EndReason::kEndOfStream, Local<Value>());
+      } else {
+        self->End(EndReason::kSystemError, Local<Value>(), -so_error);
+      }
       return;
     }
     if (self->connecting_) {
@@ -535,7 +532,7 @@ class NativeChannel final : public HandleWrap {
       const int err = self->DoFlush();
       if (self->closing_) return;
       if (err != 0) {
-        self->End(-err, Local<Value>());
+        self->End(EndReason::kSystemError, Local<Value>(), err);
         return;
       }
       Local<Value> argv[] = {Number::New(isolate, self->TotalWritten())};
@@ -557,7 +554,7 @@ class NativeChannel final : public HandleWrap {
     const int err = SocketError(fd_);
     connecting_ = false;
     if (err != 0) {
-      End(-err, Local<Value>());
+      End(EndReason::kSystemError, Local<Value>(), -err);
       return;
     }
     UpdatePoll();
@@ -567,7 +564,7 @@ class NativeChannel final : public HandleWrap {
     if (closing_) return;
     // Sends made while connecting go out now.
     const int werr = DoFlush();
-    if (werr != 0) End(-werr, Local<Value>());
+    if (werr != 0) End(EndReason::kSystemError, Local<Value>(), werr);
   }
 
   // Allocation failure anywhere in the read path (the read block, the
@@ -584,7 +581,7 @@ class NativeChannel final : public HandleWrap {
                .ToLocal(&err)) {
         return;
       }
-      End(0, err);
+      End(EndReason::kOutOfMemory, err);
     }
   }
 
@@ -597,7 +594,11 @@ class NativeChannel final : public HandleWrap {
     std::vector<Local<Value>> errors;
     // Pairs (index in messages, descriptor) for NODE_HANDLE messages.
     std::vector<Local<Value>> handle_fds;
-    int end_status = 1;  // 1: still open; 0: end of stream; <0: -errno.
+    // How this wake-up ended the stream, if it did; sys_error goes with
+    // kSystemError.
+    bool open = true;
+    EndReason reason = EndReason::kEndOfStream;
+    int sys_error = 0;
     size_t bytes_this_wake = 0;
     std::vector<int> fds;
 
@@ -640,18 +641,17 @@ class NativeChannel final : public HandleWrap {
               reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
                 DeliverSocketFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
-          if (fe != FramingError::kNone) {
-            end_status = kEndFramingError;  // reported below
-            break;
-          }
+          if (fe != FramingError::kNone) break;                       // reported below
           if (static_cast<size_t>(r.bytes) < kReadBufferSize) break;  // socket drained
           continue;
         }
       }
       if (r.bytes == 0) {
-        end_status = 0;
+        open = false;
       } else if (r.bytes != -EAGAIN && r.bytes != -EWOULDBLOCK) {
-        end_status = static_cast<int>(r.bytes);
+        open = false;
+        reason = EndReason::kSystemError;
+        sys_error = static_cast<int>(-r.bytes);
       }
       break;
     }
@@ -660,50 +660,71 @@ class NativeChannel final : public HandleWrap {
       v8::TryCatch try_catch(isolate);
       DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
     }
-    if (reader_.error() != FramingError::kNone && end_status == 1) end_status = kEndFramingError;
-    if (inbound_.error() != InboundError::kNone && inbound_.error() != InboundError::kMalformedRingSetup &&
-        end_status == 1)
-      end_status = kEndSegmentProtocol;
-    if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0)
-      end_status = kEndRingCorrupt;
+    if (open && reader_.error() != FramingError::kNone) {
+      open = false;
+      reason = reader_.error() == FramingError::kOutOfMemory ? EndReason::kOutOfMemory
+                                                             : EndReason::kMessageTooLarge;
+    }
+    if (open && inbound_.error() != InboundError::kNone &&
+        inbound_.error() != InboundError::kMalformedRingSetup) {
+      open = false;
+      reason = EndReason::kSegmentProtocol;
+    }
+    // A corrupt ring outranks a plain end of stream, not a socket error.
+    if ((open || reason == EndReason::kEndOfStream) && rings_ != nullptr &&
+        rings_->corrupt_reason() != nullptr) {
+      open = false;
+      reason = EndReason::kRingCorrupt;
+    }
     // The peer closed (or reset the connection, as a unix peer that exits
     // with unread data does) with part of a frame buffered: a message was
     // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
-    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = kEndTruncated;
+    if (!open && reader_.buffered() > 0 &&
+        (reason == EndReason::kEndOfStream ||
+         (reason == EndReason::kSystemError && sys_error == ECONNRESET))) {
+      reason = EndReason::kTruncated;
+    }
     // A descriptor rides on the first byte of the frame that claims it, so
     // once every byte read so far belongs to a complete frame, a descriptor
     // still unclaimed was never announced: it is closed now rather than held.
     inbound_.AfterRead(reader_.buffered());
 
     EmitBatch(messages, errors, handle_fds);
-    if (closing_) return;
-    if (end_status == kEndRingCorrupt) {
-      EndRingCorrupt(context);
-    } else if (end_status == kEndSegmentProtocol) {
-      Local<Value> err;
-      const char* why = InboundErrorMessage(inbound_.error());
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndFramingError && reader_.error() == FramingError::kOutOfMemory) {
-      Local<Value> err;
-      char message[160];
-      std::snprintf(message, sizeof(message),
-                    "out of memory buffering a frame of %llu bytes; the channel was closed",
-                    static_cast<unsigned long long>(reader_.error_declared_size()));
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndFramingError) {
-      Local<Value> err;
-      char message[160];
-      std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
-                    static_cast<unsigned long long>(reader_.error_declared_size()),
-                    static_cast<unsigned long long>(reader_.max_payload_size()));
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndTruncated) {
-      EndTruncated(context);
-    } else if (end_status <= 0) {
-      End(end_status, Local<Value>());
+    if (closing_ || open) return;
+    Local<Value> err;
+    char message[160];
+    switch (reason) {
+      case EndReason::kRingCorrupt:
+        EndRingCorrupt(context);
+        return;
+      case EndReason::kSegmentProtocol:
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", InboundErrorMessage(inbound_.error()))
+                 .ToLocal(&err)) {
+          return;
+        }
+        End(reason, err);
+        return;
+      case EndReason::kOutOfMemory:
+        std::snprintf(message, sizeof(message),
+                      "out of memory buffering a frame of %llu bytes; the channel was closed",
+                      static_cast<unsigned long long>(reader_.error_declared_size()));
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
+        End(reason, err);
+        return;
+      case EndReason::kMessageTooLarge:
+        std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
+                      static_cast<unsigned long long>(reader_.error_declared_size()),
+                      static_cast<unsigned long long>(reader_.max_payload_size()));
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
+        End(reason, err);
+        return;
+      case EndReason::kTruncated:
+        EndTruncated(context);
+        return;
+      case EndReason::kEndOfStream:
+      case EndReason::kSystemError:
+        End(reason, Local<Value>(), sys_error);
+        return;
     }
   }
 
@@ -742,7 +763,7 @@ class NativeChannel final : public HandleWrap {
                   "the shared-memory ring from the peer is corrupt: %s; the channel was closed",
                   rings_->corrupt_reason());
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_RING_CORRUPT", message).ToLocal(&err)) return;
-    End(0, err);
+    End(EndReason::kRingCorrupt, err);
   }
 
   // A socket frame starting at socket offset X comes after every ring record
@@ -842,7 +863,7 @@ class NativeChannel final : public HandleWrap {
                .ToLocal(&err)) {
         return;
       }
-      self->End(0, err);
+      self->End(EndReason::kOutOfMemory, err);
       return;
     }
     self->EmitBatch(messages, errors, handle_fds);
@@ -858,7 +879,7 @@ class NativeChannel final : public HandleWrap {
         "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
         static_cast<unsigned long long>(reader_.buffered()));
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
-    End(0, err);
+    End(EndReason::kTruncated, err);
   }
 
   // One whole frame, from the socket or a ring record, in stream order: the
@@ -990,17 +1011,20 @@ class NativeChannel final : public HandleWrap {
     return bad;
   }
 
-  // The stream ended (status 0), failed (-errno) or was found corrupt (err).
-  void End(int status, Local<Value> err) {
+  // The stream ended, once: onend(reason name, coded error or undefined,
+  // errno name or undefined). sys_error: the errno of kSystemError.
+  void End(EndReason reason, Local<Value> err, int sys_error = 0) {
     if (ended_) return;
     ended_ = true;
     reading_ = false;
     want_write_ = false;
     UpdatePoll();
     Isolate* isolate = data_->isolate;
-    Local<Value> argv[] = {Integer::New(isolate, status),
-                           err.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : err};
-    Call(on_end_, 2, argv);
+    Local<Value> argv[] = {
+        OneByteString(isolate, EndReasonName(reason)),
+        err.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : err,
+        sys_error != 0 ? Local<Value>(ErrnoName(isolate, sys_error)) : Local<Value>(v8::Undefined(isolate))};
+    Call(on_end_, 3, argv);
   }
 
   // The socket's poll handle and, with rings, the eventfd's: the object
@@ -1103,6 +1127,14 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
       .Check();
   layout->Set(context, OneByteString(isolate, "length"), v8::Integer::New(isolate, stats::kCount)).Check();
   exports->Set(context, OneByteString(isolate, "statsLayout"), layout).Check();
+
+  // endReasons: the names onend's first argument takes, in the enum's order
+  // (src/core/end_reason.h), so lib/ can check its table against them.
+  Local<Array> reasons = Array::New(isolate, static_cast<int>(kEndReasonCount));
+  for (size_t i = 0; i < kEndReasonCount; i++) {
+    reasons->Set(context, static_cast<uint32_t>(i), OneByteString(isolate, kEndReasonNames[i])).Check();
+  }
+  exports->Set(context, OneByteString(isolate, "endReasons"), reasons).Check();
 }
 
 }  // namespace procwire

@@ -240,8 +240,8 @@ int AcceptConnection(int listen_fd) {
 int SocketError(int fd) {
   int err = 0;
   socklen_t len = sizeof(err);
-  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return errno;
-  return err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+  return -err;
 }
 
 int GetPeerCredentials(int fd, PeerCredentials* out) {

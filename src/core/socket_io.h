@@ -62,7 +62,8 @@ int ConnectTcp(const std::string& host, int port, bool* in_progress);
 // accept4(2), non-blocking and close-on-exec. -EAGAIN when none is pending.
 int AcceptConnection(int listen_fd);
 
-// The pending error of a non-blocking connect (0 when connected).
+// The socket's pending error (SO_ERROR, which reading clears): 0 when there
+// is none (a non-blocking connect succeeded), else -errno.
 int SocketError(int fd);
 
 struct PeerCredentials {

@@ -248,7 +248,7 @@ TEST(SocketIo, TcpErrors) {
   if (cfd >= 0) {
     ASSERT_TRUE(in_progress);
     ASSERT_TRUE(WaitFor(cfd, POLLOUT));
-    EXPECT_EQ(SocketError(cfd), ECONNREFUSED);
+    EXPECT_EQ(SocketError(cfd), -ECONNREFUSED);
     CloseFd(cfd);
   } else {
     EXPECT_EQ(cfd, -ECONNREFUSED);
