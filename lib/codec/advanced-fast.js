@@ -54,6 +54,16 @@ const MathCeil = Math.ceil;
 const BigIntCtor = BigInt;
 const bufferWrite = Buffer.prototype.write;
 const bufferToString = Buffer.prototype.toString;
+// Buffer's per-encoding methods skip write()'s and toString()'s argument
+// parsing, which costs more than the copy for a short string. Every Node
+// line this package supports has them; the generic methods stand in
+// otherwise.
+const latin1Write = typeof Buffer.prototype.latin1Write === 'function'
+  ? Buffer.prototype.latin1Write
+  : function latin1Write(s, offset, length) { return bufferWrite.call(this, s, offset, length, 'latin1'); };
+const latin1Slice = typeof Buffer.prototype.latin1Slice === 'function'
+  ? Buffer.prototype.latin1Slice
+  : function latin1Slice(from, to) { return bufferToString.call(this, 'latin1', from, to); };
 const bufferCopy = Buffer.prototype.copy;
 const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
 const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;
@@ -104,7 +114,21 @@ const NOT_FAST = { notFast: true };
 // per message is the copy the caller keeps (or the native queue's).
 const INITIAL_SCRATCH = 16 * 1024;
 const KEEP_SCRATCH = 1024 * 1024;
-let out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+let scratchBuffer = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+// encodeCopy writes its frames straight into a slab, one after another, as
+// Buffer.allocUnsafe does into Node's pool: the frame the caller keeps is a
+// view of the slab, made without a copy and without a temporary view. A
+// slab is never written again where a frame was handed out.
+const SLAB_SIZE = 16 * 1024;
+// Frames from this size on get exact memory of their own instead (so a
+// kept frame does not pin a mostly empty slab), and a slab with less room
+// left than this is replaced before the next frame.
+const SLAB_FRAME_MAX = 2 * 1024;
+let slab = null;
+let slabPos = 0;
+// The buffer being written, where the frame in it starts, the next byte.
+let out = scratchBuffer;
+let start = 0;
 let pos = 0;
 // Object ids, as V8 assigns them: every object, array, date and view, in
 // the order first met; a second meeting writes a back-reference. The first
@@ -149,12 +173,18 @@ function configure(options) {
   if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
 }
 
+// Moves the frame written so far (from `start`) to the start of a bigger
+// buffer. Only the scratch buffer keeps its growth; a frame that outgrows
+// the slab ends in a buffer of its own (see encodeCopy).
 function grow(need) {
-  let size = out.length * 2;
-  while (size < pos + need) size *= 2;
+  const used = pos - start;
+  let size = (out.length > INITIAL_SCRATCH ? out.length : INITIAL_SCRATCH) * 2;
+  while (size < used + need) size *= 2;
   const bigger = Buffer.allocUnsafeSlow(size);
-  bufferCopy.call(out, bigger, 0, 0, pos);
+  if (used > 0) bufferCopy.call(out, bigger, 0, start, pos);
   out = bigger;
+  pos = used;
+  start = 0;
 }
 
 function writeVarint(v) {
@@ -225,7 +255,7 @@ function writeString(s) {
   if (pos + 6 + len > out.length) grow(6 + len);
   out[pos++] = T_ONE_BYTE;
   writeVarint(len);
-  pos += bufferWrite.call(out, s, pos, len, 'latin1');
+  pos += latin1Write.call(out, s, pos, len);
 }
 
 function writeTwoByte(s) {
@@ -233,7 +263,7 @@ function writeTwoByte(s) {
   if (pos + 7 + bytes > out.length) grow(7 + bytes);
   // V8 aligns the characters to an even offset of its buffer, which starts
   // at the frame (Node writes the length placeholder first).
-  if ((pos + 1 + varintSize(bytes)) & 1) out[pos++] = T_PADDING;
+  if ((pos - start + 1 + varintSize(bytes)) & 1) out[pos++] = T_PADDING;
   out[pos++] = T_TWO_BYTE;
   writeVarint(bytes);
   pos += bufferWrite.call(out, s, pos, bytes, 'utf16le');
@@ -461,16 +491,20 @@ function writeView(view) {
   }
 }
 
-// value -> the frame's length at the start of scratch(), or -1 when declined.
-function encodeToScratch(value, maxView) {
-  if (encoding) return -1;  // a getter encoding another message
+// Writes value's frame into `buffer` from `at` (even); leaves it in `out`
+// from `start` to `pos` and returns true, or returns false when declined.
+function encodeInto(buffer, at, value, maxView) {
+  if (encoding) return false;  // a getter encoding another message
   encoding = true;
   plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
-  pos = 4;
+  out = buffer;
+  start = at;
+  pos = at + 4;
   nextId = 0;
   maxViewBytes = maxView === undefined ? Infinity : maxView;
   let ok = false;
   try {
+    if (pos + 2 > out.length) grow(2);
     out[pos++] = T_VERSION;
     out[pos++] = VERSION;
     writeValue(value);
@@ -483,37 +517,61 @@ function encodeToScratch(value, maxView) {
     if (nextId > LINEAR_IDS) ids.clear();
     encoding = false;
   }
-  if (!ok || pos - 4 > 0xffffffff) {
+  const payload = pos - start - 4;
+  if (!ok || payload > 0xffffffff) return false;
+  out[start] = payload >>> 24;
+  out[start + 1] = (payload >>> 16) & 0xff;
+  out[start + 2] = (payload >>> 8) & 0xff;
+  out[start + 3] = payload & 0xff;
+  return true;
+}
+
+// value -> the frame's length at the start of scratch(), or -1 when declined.
+function encodeToScratch(value, maxView) {
+  const ok = encodeInto(scratchBuffer, 0, value, maxView);
+  // The scratch buffer keeps what it grew to (up to KEEP_SCRATCH).
+  if (out !== scratchBuffer) scratchBuffer = out;
+  if (!ok) {
     shrink();
     return -1;
   }
-  const payload = pos - 4;
-  out[0] = payload >>> 24;
-  out[1] = (payload >>> 16) & 0xff;
-  out[2] = (payload >>> 8) & 0xff;
-  out[3] = payload & 0xff;
   return pos;
 }
 
 // value -> frame in the scratch buffer (valid until the next call), or null.
 function encode(value, maxView) {
   const length = encodeToScratch(value, maxView);
-  return length < 0 ? null : out.subarray(0, length);
+  return length < 0 ? null : scratchBuffer.subarray(0, length);
 }
 
-// value -> a fresh Buffer holding the frame, or null.
+// value -> a Buffer of its own holding the frame, or null.
 function encodeCopy(value, maxView) {
-  const length = encodeToScratch(value, maxView);
-  if (length < 0) return null;
+  // A slab that is full, or detached by someone who transferred a frame's
+  // ArrayBuffer, is replaced.
+  if (slab === null || slab.length - slabPos < SLAB_FRAME_MAX) {
+    slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
+    slabPos = 0;
+  }
+  const ok = encodeInto(slab, slabPos, value, maxView);
+  if (!ok) return null;
+  const length = pos - start;
+  if (out === slab && length < SLAB_FRAME_MAX) {
+    const frame = slab.subarray(start, pos);
+    // The next frame starts 8-aligned, so a two-byte string's alignment
+    // (which counts from the frame's start) and aligned views stay right.
+    slabPos = (pos + 7) & ~7;
+    return frame;
+  }
+  // A big frame: exact memory of its own. It was written into the slab's
+  // free end (and stays there unused) or into a buffer grown for it.
   const copy = Buffer.allocUnsafe(length);
-  Uint8ArraySet.call(copy, length === out.length ? out : new Uint8Array(out.buffer, out.byteOffset, length));
-  if (length > 65536) shrink();
+  Uint8ArraySet.call(copy, new Uint8Array(out.buffer, out.byteOffset + start, length));
   return copy;
 }
 
 // The scratch buffer the last encodeToScratch wrote its frame into.
 function scratch() {
-  return out;
+  return scratchBuffer;
 }
 
 function cleanup(err) {
@@ -523,7 +581,8 @@ function cleanup(err) {
 
 // After a very large message, the scratch memory goes back to its first size.
 function shrink() {
-  if (out.length > KEEP_SCRATCH) out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+  if (scratchBuffer.length > KEEP_SCRATCH) scratchBuffer = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+  out = scratchBuffer;
 }
 
 // ---- decoder ---------------------------------------------------------------
@@ -595,7 +654,7 @@ function readOneByte() {
         return hit;
       }
     }
-    const s = bufferToString.call(u, 'latin1', p, p + len);
+    const s = latin1Slice.call(u, p, p + len);
     cache[slot] = s;
     p += len;
     return s;
@@ -608,7 +667,7 @@ function readOneByte() {
     bail = true;
     return '';
   }
-  const s = bufferToString.call(u, 'latin1', p, p + len);
+  const s = latin1Slice.call(u, p, p + len);
   p += len;
   return s;
 }
