@@ -173,16 +173,20 @@ function configure(options) {
   if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
 }
 
-// Moves the frame written so far (from `start`) to the start of a bigger
-// buffer. Only the scratch buffer keeps its growth; a frame that outgrows
-// the slab ends in a buffer of its own (see encodeCopy).
+// Moves the frame written so far (from `start`) to the start of the
+// scratch buffer, grown if need be (a frame that outgrows the slab
+// continues there, and encodeCopy copies it out).
 function grow(need) {
   const used = pos - start;
-  let size = (out.length > INITIAL_SCRATCH ? out.length : INITIAL_SCRATCH) * 2;
-  while (size < used + need) size *= 2;
-  const bigger = Buffer.allocUnsafeSlow(size);
-  if (used > 0) bufferCopy.call(out, bigger, 0, start, pos);
-  out = bigger;
+  let target = scratchBuffer;
+  if (target === out || target.length < used + need) {
+    let size = (out.length > target.length ? out.length : target.length) * 2;
+    while (size < used + need) size *= 2;
+    target = Buffer.allocUnsafeSlow(size);
+    scratchBuffer = target;
+  }
+  if (used > 0) bufferCopy.call(out, target, 0, start, pos);
+  out = target;
   pos = used;
   start = 0;
 }
@@ -529,8 +533,6 @@ function encodeInto(buffer, at, value, maxView) {
 // value -> the frame's length at the start of scratch(), or -1 when declined.
 function encodeToScratch(value, maxView) {
   const ok = encodeInto(scratchBuffer, 0, value, maxView);
-  // The scratch buffer keeps what it grew to (up to KEEP_SCRATCH).
-  if (out !== scratchBuffer) scratchBuffer = out;
   if (!ok) {
     shrink();
     return -1;
@@ -563,9 +565,10 @@ function encodeCopy(value, maxView) {
     return frame;
   }
   // A big frame: exact memory of its own. It was written into the slab's
-  // free end (and stays there unused) or into a buffer grown for it.
+  // free end (which the next frame overwrites) or into the scratch buffer.
   const copy = Buffer.allocUnsafe(length);
   Uint8ArraySet.call(copy, new Uint8Array(out.buffer, out.byteOffset + start, length));
+  if (length > 65536) shrink();
   return copy;
 }
 
@@ -593,7 +596,10 @@ let end = 0;
 let ab = null;    // its ArrayBuffer and where the payload starts in it
 let base = 0;
 let copyAll = false;
-const objects = [];  // object id -> object (undefined while a host object is read)
+// object id -> object (undefined while a host object is read,
+// PENDING_OBJECT while a plain object's properties are read)
+const objects = [];
+const PENDING_OBJECT = { pending: true };
 let objectCount = 0;
 let decoding = false;
 let bail = false;  // set by a reader that leaves the payload to V8
@@ -706,6 +712,12 @@ function readValue() {
       const id = readVarint();
       const o = id < objectCount ? objects[id] : undefined;
       if (o === undefined) throw NOT_FAST;
+      if (o === PENDING_OBJECT) {
+        // A cycle: the object is made now and filled when its end is read.
+        const early = {};
+        objects[id] = early;
+        return early;
+      }
       return o;
     }
     case T_DOUBLE: return readDouble();
@@ -757,12 +769,126 @@ function readProperties(o, endTag, isArray) {
   }
 }
 
+// Plain objects are made by templates: a function per key sequence,
+// holding one object literal (`{ "id": s[b], "method": s[b + 1] }`), found
+// through a trie keyed by the (cached, so identical) key strings. Adding
+// properties one by one to a fresh object costs a megamorphic keyed store
+// and an `in` check per property; a literal makes the object with its final
+// shape at once. A literal defines its properties, as ValueDeserializer
+// does: no setter up the prototype chain runs. A template is made the second
+// time a key sequence is met, only for distinct keys that are not
+// `__proto__` (which a literal would treat as the prototype); everything
+// else takes the property-by-property path. The trie and the templates are
+// bounded, so a peer sending endless new keys costs bounded memory.
+const TEMPLATE_MAX_KEYS = 32;
+const TRIE_MAX_NODES = 8192;
+const TEMPLATE_MAX = 1024;
+let trieNodes = 0;
+let templatesMade = 0;
+// Made false for good when the process forbids code generation from strings.
+let templatesEnabled = true;
+
+function newTrieNode() {
+  return { next: null, make: null, hits: 0 };
+}
+const trieRoot = newTrieNode();
+
+function trieChild(node, key) {
+  const next = node.next;
+  let child = next === null ? undefined : next.get(key);
+  if (child === undefined) {
+    if (trieNodes >= TRIE_MAX_NODES) return null;
+    trieNodes++;
+    child = newTrieNode();
+    if (next === null) node.next = new Map([[key, child]]);
+    else next.set(key, child);
+  }
+  return child;
+}
+
+// The keys and values of the objects being read, nested objects above their
+// parent's (each readObject owns the part from its base).
+const keyStack = [];
+const valueStack = [];
+let sp = 0;
+let spHigh = 0;
+
+function makeTemplate(node, base, n) {
+  node.make = false;  // unless made below
+  if (!templatesEnabled || templatesMade >= TEMPLATE_MAX) return;
+  const seen = new Set();
+  let body = 'return {';
+  for (let i = 0; i < n; i++) {
+    const k = keyStack[base + i];
+    if (typeof k !== 'string' || k === '__proto__' || seen.has(k)) return;
+    seen.add(k);
+    // JSON's string syntax is valid JavaScript string syntax (ES2019).
+    body += `${i > 0 ? ', ' : ''}${JSON.stringify(k)}: s[b + ${i}]`;
+  }
+  body += ' };';
+  try {
+    // eslint-disable-next-line no-new-func
+    node.make = new Function('s', 'b', body);
+    templatesMade++;
+  } catch {
+    templatesEnabled = false;
+  }
+}
+
 function readObject() {
-  const o = {};
-  addObject(o);
-  const n = readProperties(o, T_END_OBJECT, false);
-  if (bail) return o;
+  const id = objectCount;
+  // Made at the end, unless a back-reference from inside it (a cycle)
+  // needs it earlier (see readValue).
+  addObject(PENDING_OBJECT);
+  const base = sp;
+  let node = trieRoot;
+  let n = 0;
+  for (;;) {
+    if (peekTag() === T_END_OBJECT) {
+      p++;
+      break;
+    }
+    const k = readValue();
+    if (bail) return null;
+    if (typeof k !== 'string') {
+      if (typeof k !== 'number') throw NOT_FAST;
+      node = null;
+    } else if (k === '__proto__') {
+      throw NOT_FAST;
+    } else if (node !== null) {
+      node = n < TEMPLATE_MAX_KEYS ? trieChild(node, k) : null;
+    }
+    const v = readValue();
+    if (bail) return null;
+    keyStack[sp] = k;
+    valueStack[sp] = v;
+    sp++;
+    n++;
+  }
+  if (sp > spHigh) spHigh = sp;
   if (readVarint() !== n) throw NOT_FAST;
+  let o = objects[id];
+  if (o === PENDING_OBJECT && node !== null && typeof node.make === 'function') {
+    o = node.make(valueStack, base);
+  } else {
+    if (o === PENDING_OBJECT) o = {};
+    for (let i = base; i < sp; i++) {
+      const k = keyStack[i];
+      const v = valueStack[i];
+      if (k in o) {
+        // V8 refuses a key met twice; and it defines properties, so a
+        // setter or a read-only property up the prototype chain changes
+        // nothing.
+        if (ObjectHasOwn(o, k)) throw NOT_FAST;
+        ObjectDefineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+      } else {
+        o[k] = v;
+      }
+    }
+    if (node !== null && node.make === null && ++node.hits >= 2) makeTemplate(node, base, n);
+  }
+  sp = base;
+  objects[id] = o;
   return o;
 }
 
@@ -855,6 +981,12 @@ function readView() {
   if (index > 13 || (index === FLOAT16_INDEX && Float16 === null)) throw NOT_FAST;
   const element = ELEMENT_SIZE[index];
   if (byteLength % element !== 0 || byteLength > end - p) throw NOT_FAST;
+  if (ab === null) {
+    // The payload's memory, looked up once per message; an on-heap array
+    // moves off the heap here, so the offset is read after.
+    ab = typedArrayBuffer.call(u);
+    base = typedArrayByteOffset.call(u);
+  }
   const offset = base + p;
   p += byteLength;
   // Aligned views borrow the input memory, as Node's do; others copy.
@@ -877,7 +1009,14 @@ function decode(view, copyViews) {
   if (decoding) return NOT_FAST;
   let buffer, offset, length;
   const isBuffer = ObjectGetPrototypeOf(view) === BufferPrototype;
-  if (isBuffer || !isDataView(view)) {
+  if (isBuffer) {
+    // Reading `buffer` is a call into V8's C++ (and may have to move an
+    // on-heap array's bytes): only a view in the payload needs it, so
+    // readView gets it then.
+    buffer = null;
+    offset = typedArrayByteOffset.call(view);
+    length = typedArrayByteLength.call(view);
+  } else if (!isDataView(view)) {
     buffer = typedArrayBuffer.call(view);
     offset = typedArrayByteOffset.call(view);
     length = typedArrayByteLength.call(view);
@@ -909,9 +1048,14 @@ function decode(view, copyViews) {
     decoding = false;
     u = null;
     ab = null;
-    // Forget the decoded objects without shrinking the list (cheaper).
+    // Forget the decoded objects and values without shrinking the lists
+    // (cheaper).
     for (let i = 0; i < objectCount; i++) objects[i] = undefined;
     objectCount = 0;
+    const top = sp > spHigh ? sp : spHigh;
+    for (let i = 0; i < top; i++) valueStack[i] = undefined;
+    sp = 0;
+    spHigh = 0;
   }
 }
 
