@@ -827,7 +827,6 @@ function makeTemplate(node, base, n) {
   }
   body += ' };';
   try {
-    // eslint-disable-next-line no-new-func
     node.make = new Function('s', 'b', body);
     templatesMade++;
   } catch {
