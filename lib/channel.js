@@ -7,6 +7,7 @@ const EventEmitter = require('events');
 const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
+const fastCodec = require('./codec/advanced-fast');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
 const { checkHandle } = require('./transport/contract');
@@ -154,6 +155,14 @@ class Channel extends EventEmitter {
         : new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
     this._caps = checkHandle(this._handle, this.transport);
+    // The advanced format's JavaScript encoder writes most messages in a
+    // fraction of ValueSerializer's time; a native handle that takes frames
+    // so encoded (writeFrame) gets those, and whatever that encoder declines
+    // goes through write() as before. Views from the out-of-line threshold
+    // on are declined too, so the native encoder may still send them in
+    // shared memory. -1: never.
+    this._fastMaxView = this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
+      typeof this._handle.writeFrame === 'function' ? (nativeThreshold < 0 ? Infinity : nativeThreshold) : -1;
     this._handle.owner = this;
     this._peerTakesSegments = false;
     // Say what we can receive. Only native channels that may use segments
@@ -282,7 +291,7 @@ class Channel extends EventEmitter {
       }
     }
     // Throws (coded) if the value cannot be encoded; nothing is queued then.
-    this._pushed = transfer === undefined ? this._handle.write(message) : this._handle.write(message, transfer);
+    this._pushed = transfer === undefined ? this._write(message) : this._handle.write(message, transfer);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     const queued = this.writableLength;
@@ -713,10 +722,20 @@ class Channel extends EventEmitter {
     this._finish('protocol-error', makeError('ERR_PROCWIRE_PROTOCOL', message));
   }
 
+  // One message to the handle's queue -> total bytes ever queued. Throws
+  // (coded) if the value cannot be encoded; nothing is queued then.
+  _write(message) {
+    if (this._fastMaxView >= 0) {
+      const length = fastCodec.encodeToScratch(message, this._fastMaxView);
+      if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
+    }
+    return this._handle.write(message);
+  }
+
   _sendInternal(message) {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
-      this._pushed = this._handle.write(message);
+      this._pushed = this._write(message);
       this._scheduleFlush();
     } catch (err) {
       this._emitError(err);

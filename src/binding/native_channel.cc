@@ -245,6 +245,29 @@ class NativeChannel final : public HandleWrap {
     args.GetReturnValue().Set(self->TotalPushed());
   }
 
+  // writeFrame(view, length) -> total bytes ever queued: the first `length`
+  // bytes of view are one whole advanced frame (u32 BE length + payload)
+  // that lib/codec/advanced-fast.js wrote into its scratch memory. It is
+  // copied, held to maxMessageSize and queued (or put in the ring) as
+  // write() does with what ValueSerializer writes, counted the same way.
+  static void WriteFrame(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsArrayBufferView());
+    CHECK(args[1]->IsUint32());
+    Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
+    const size_t size = args[1].As<v8::Uint32>()->Value();
+    CHECK(size <= view->ByteLength());
+    EncodedFrame frame;
+    frame.size = size;
+    frame.data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
+    CHECK_NOT_NULL(frame.data);
+    view->CopyContents(frame.data, size);
+    if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), frame, 0)) return;
+    self->Enqueue(frame);
+    args.GetReturnValue().Set(self->TotalPushed());
+  }
+
   // flush() -> total bytes written so far, or -errno when the socket failed.
   static void Flush(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
@@ -1120,6 +1143,7 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   ch->InstanceTemplate()->SetInternalFieldCount(1);
   SetMethod(isolate, ch, external, "write", NativeChannel::Write);
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
+  SetMethod(isolate, ch, external, "writeFrame", NativeChannel::WriteFrame);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
