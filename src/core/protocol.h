@@ -24,6 +24,12 @@ constexpr uint32_t kHostTagSegmentView = 2;
 constexpr uint8_t kSegmentsControlByte = 0xFE;
 constexpr size_t kMaxSegmentsPerFrame = 64;
 
+// First payload byte of the ring set-up control frame [0xFD][version], which
+// carries the sender's outbound ring (memfd) and its eventfd; only sent to a
+// peer that announced `rings` in its capabilities.
+constexpr uint8_t kRingControlByte = 0xFD;
+constexpr uint8_t kRingSetupVersion = 1;
+
 // Largest message by default, on every path.
 constexpr size_t kDefaultMaxMessageSize = 256u * 1024u * 1024u;
 
