@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "../core/frame_reader.h"
+#include "../core/protocol.h"
+#include "../core/shm.h"
 #include "addon_data.h"
 #include "check.h"
 
@@ -23,6 +25,16 @@ namespace procwire {
 struct EncodedFrame {
   uint8_t* data = nullptr;
   size_t size = 0;
+};
+
+// One segment of an out-of-line message, as the control frame names it.
+struct SegmentRef {
+  // protocol::kSegmentSealed (a descriptor rides along), kSegmentPooledNew
+  // (a recycled segment, its descriptor rides along) or kSegmentPooled (a
+  // recycled segment the peer has already mapped).
+  uint8_t kind;
+  uint32_t id;      // pooled segments only
+  uint32_t length;  // bytes of the message in the segment (pooled only)
 };
 
 // Out-of-line sending (procwire peers over unix sockets only): large views
@@ -45,6 +57,15 @@ struct OutOfLine {
   // own, so a Local made there would not outlive the call.
   std::vector<v8::Global<v8::ArrayBuffer>> sources;
   size_t segment_bytes = 0;
+  // Copies go into recycled segments from this pool when it has room (null:
+  // always a fresh sealed copy). Set only towards a peer that accepts them.
+  SegmentPool* pool = nullptr;
+  // Transfers are sealed with F_SEAL_WRITE (true; the sender's mapping is
+  // torn down first) or F_SEAL_FUTURE_WRITE (false; a trusting peer).
+  bool strict_transfer = true;
+  // One entry per segment, in reference order (see SegmentRef).
+  std::vector<SegmentRef> refs;
+  bool any_pooled = false;
 };
 
 // At most this many segments travel with one message (one sendmsg's worth of

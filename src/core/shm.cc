@@ -13,6 +13,9 @@
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001U
 #endif
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1
+#endif
 #ifndef MFD_ALLOW_SEALING
 #define MFD_ALLOW_SEALING 0x0002U
 #endif
@@ -75,10 +78,19 @@ int SealSegment(int fd) {
   return 0;
 }
 
-int VerifySegment(int fd, size_t* size) {
+int SealTransferred(int fd, bool strict) {
+  const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | (strict ? F_SEAL_WRITE : F_SEAL_FUTURE_WRITE);
+  if (fcntl(fd, F_ADD_SEALS, seals) < 0) return -errno;
+  return 0;
+}
+
+int VerifySegment(int fd, size_t* size, bool accept_future_write) {
   const int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0) return errno == EINVAL ? -EPERM : -errno;  // not a memfd
-  if ((seals & RequiredSeals()) != RequiredSeals()) return -EPERM;
+  const int size_seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW;
+  const bool write_sealed =
+      (seals & F_SEAL_WRITE) != 0 || (accept_future_write && (seals & F_SEAL_FUTURE_WRITE) != 0);
+  if ((seals & size_seals) != size_seals || !write_sealed) return -EPERM;
   struct stat st;
   if (fstat(fd, &st) < 0) return -errno;
   if (!S_ISREG(st.st_mode) || st.st_size < 0) return -EPERM;
@@ -119,6 +131,41 @@ int VerifyPooledSegment(int fd, size_t* size) {
 SegmentPool::SegmentPool(size_t min_class, size_t max_idle_bytes)
     : min_class_(min_class < 4096 ? 4096 : min_class), max_idle_bytes_(max_idle_bytes) {}
 
+void SegmentPool::SetLimits(size_t max_bytes, size_t max_count) {
+  max_bytes_ = max_bytes;
+  max_count_ = max_count;
+}
+
+std::vector<uint32_t> SegmentPool::TakeDropped() {
+  std::vector<uint32_t> out;
+  out.swap(dropped_);
+  return out;
+}
+
+bool SegmentPool::MakeRoom(size_t capacity) {
+  auto fits = [&] {
+    return entries_.size() < max_count_ && capacity <= max_bytes_ && total_bytes_ <= max_bytes_ - capacity;
+  };
+  // Give up before dropping anything when even an empty idle list would not
+  // make room: idle segments are worth keeping for the next message.
+  const size_t busy_bytes = total_bytes_ - idle_bytes_;
+  if (in_flight_ >= max_count_ || capacity > max_bytes_ || busy_bytes > max_bytes_ - capacity) return false;
+  while (!fits()) {
+    // The largest idle class first: fewest segments dropped for the room.
+    size_t best = 0;
+    for (auto& kv : idle_) {
+      if (!kv.second.empty() && kv.first > best) best = kv.first;
+    }
+    if (best == 0) return false;
+    const uint32_t id = idle_[best].back();
+    idle_[best].pop_back();
+    idle_bytes_ -= best;
+    Destroy(id);
+    dropped_.push_back(id);
+  }
+  return true;
+}
+
 SegmentPool::~SegmentPool() {
   for (auto& kv : entries_) {
     munmap(kv.second.data, kv.second.capacity);
@@ -150,6 +197,7 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
     return 0;
   }
   if (next_id_ == 0) return -EOVERFLOW;  // 4 billion segments made: ids would repeat
+  if (!MakeRoom(capacity)) return -ENOSPC;
   const int fd = CreateSegment(capacity);
   if (fd < 0) return fd;
   if (fcntl(fd, F_ADD_SEALS, PooledSeals()) < 0) {
@@ -167,6 +215,7 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
   const uint32_t id = next_id_++;
   entries_.emplace(id, Entry{fd, static_cast<uint8_t*>(p), capacity, true});
   in_flight_++;
+  total_bytes_ += capacity;
   *out = PooledSegment{id, fd, static_cast<uint8_t*>(p), capacity, true};
   return 0;
 }
@@ -179,6 +228,7 @@ int SegmentPool::Recycle(uint32_t id) {
   in_flight_--;
   if (idle_bytes_ + e.capacity > max_idle_bytes_) {
     Destroy(id);
+    dropped_.push_back(id);
     return 1;
   }
   idle_bytes_ += e.capacity;
@@ -202,6 +252,7 @@ void SegmentPool::Destroy(uint32_t id) {
   if (it == entries_.end()) return;
   munmap(it->second.data, it->second.capacity);
   CloseFd(it->second.fd);
+  total_bytes_ -= it->second.capacity;
   entries_.erase(it);
 }
 

@@ -142,6 +142,72 @@ TEST(SegmentPool, IdleLimitDropsAndTrimForgets) {
   EXPECT_EQ(CountFds(), fds_before);
 }
 
+TEST(SegmentPool, LimitsBoundBytesAndCount) {
+  SegmentPool pool(64 * kKiB);
+  pool.SetLimits(256 * kKiB, 3);
+  PooledSegment a, b, c, d;
+  ASSERT_EQ(pool.Acquire(1, &a), 0);
+  ASSERT_EQ(pool.Acquire(1, &b), 0);
+  ASSERT_EQ(pool.Acquire(128 * kKiB, &c), 0);
+  EXPECT_EQ(pool.total_bytes(), 256 * kKiB);
+  // Full by bytes, and by count: nothing new while all are in flight.
+  EXPECT_EQ(pool.Acquire(1, &d), -ENOSPC);
+  EXPECT_EQ(pool.Acquire(256 * kKiB, &d), -ENOSPC);
+  EXPECT_EQ(pool.segments(), 3u);
+  // An idle segment of the class is reused; one of another class is
+  // dropped to make room, and its id is reported for the receiver.
+  ASSERT_EQ(pool.Recycle(a.id), 0);
+  ASSERT_EQ(pool.Acquire(10, &d), 0);
+  EXPECT_EQ(d.id, a.id);
+  ASSERT_EQ(pool.Recycle(c.id), 0);
+  EXPECT_TRUE(pool.TakeDropped().empty());
+  PooledSegment e;
+  ASSERT_EQ(pool.Recycle(b.id), 0);
+  ASSERT_EQ(pool.Acquire(200 * kKiB, &e), -ENOSPC);  // 256 KiB class: over the byte bound even when empty
+  pool.SetLimits(512 * kKiB, 3);
+  ASSERT_EQ(pool.Acquire(200 * kKiB, &e), 0);
+  const std::vector<uint32_t> dropped = pool.TakeDropped();
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0], c.id);  // the largest idle one went first
+  EXPECT_EQ(pool.segments(), 3u);
+  EXPECT_LE(pool.total_bytes(), 512 * kKiB);
+  EXPECT_TRUE(pool.TakeDropped().empty());
+}
+
+TEST(Segments, TransferSealsStrictAndTrusting) {
+  const size_t size = 64 * kKiB;
+  // Trusting: sealed while the sender's writable mapping still exists.
+  int fd = CreateSegment(size);
+  ASSERT_GE(fd, 0);
+  int err = 0;
+  void* p = MapSegment(fd, size, /*shared=*/true, &err);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 7, size);
+  ASSERT_EQ(SealTransferred(fd, /*strict=*/false), 0);
+  size_t got = 0;
+  EXPECT_EQ(VerifySegment(fd, &got), -EPERM);  // a strict receiver refuses it
+  ASSERT_EQ(VerifySegment(fd, &got, /*accept_future_write=*/true), 0);
+  EXPECT_EQ(got, size);
+  // No new writable mapping and no write(2) once sealed.
+  EXPECT_EQ(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
+  const char x = 'x';
+  EXPECT_EQ(pwrite(fd, &x, 1, 0), -1);
+  EXPECT_EQ(ftruncate(fd, 0), -1);
+  UnmapSegment(p, size);
+  CloseFd(fd);
+  // Strict: refused while mapped, granted once the mapping is gone.
+  fd = CreateSegment(size);
+  ASSERT_GE(fd, 0);
+  p = MapSegment(fd, size, /*shared=*/true, &err);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(SealTransferred(fd, /*strict=*/true), -EBUSY);
+  UnmapSegment(p, size);
+  ASSERT_EQ(SealTransferred(fd, /*strict=*/true), 0);
+  EXPECT_EQ(VerifySegment(fd, &got), 0);
+  EXPECT_EQ(SealTransferred(fd, /*strict=*/true), -EPERM);  // sealed for good
+  CloseFd(fd);
+}
+
 TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {
   SegmentCache cache;
   int p[2];
