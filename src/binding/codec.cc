@@ -605,14 +605,24 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
 
 }  // namespace
 
+void AbandonSegments(OutOfLine* ool) {
+  for (int fd : ool->fds) CloseFd(fd);
+  ool->fds.clear();
+  if (ool->pool != nullptr) {
+    for (const SegmentRef& ref : ool->refs) {
+      if (ref.kind == protocol::kSegmentPooledNew) ool->pool->Discard(ref.id);
+      if (ref.kind == protocol::kSegmentPooled) ool->pool->Recycle(ref.id);
+    }
+  }
+  ool->refs.clear();
+  ool->any_pooled = false;
+}
+
 bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format, Local<Value> value,
                  EncodedFrame* out, OutOfLine* ool) {
   if (format == WireFormat::kAdvanced) {
     const bool ok = EncodeAdvanced(data, context, value, out, ool);
-    if (!ok && ool != nullptr) {
-      for (int fd : ool->fds) CloseFd(fd);
-      ool->fds.clear();
-    }
+    if (!ok && ool != nullptr) AbandonSegments(ool);
     return ok;
   }
   if (!EncodeJson(data, context, value, out)) return false;

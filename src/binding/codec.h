@@ -68,6 +68,11 @@ struct OutOfLine {
   bool any_pooled = false;
 };
 
+// Gives back what an encode took for a frame that will not be sent after
+// all: closes the descriptors and returns recycled segments to the pool (one
+// the peer has never seen is destroyed instead).
+void AbandonSegments(OutOfLine* ool);
+
 // At most this many segments travel with one message (one sendmsg's worth of
 // descriptors on the receiving side); further large views go inline.
 constexpr size_t kMaxSegmentsPerFrame = 64;

@@ -236,6 +236,14 @@ int SegmentPool::Recycle(uint32_t id) {
   return 0;
 }
 
+bool SegmentPool::Discard(uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.in_flight) return false;
+  in_flight_--;
+  Destroy(id);
+  return true;
+}
+
 void SegmentPool::TrimIdle(std::vector<uint32_t>* dropped) {
   for (auto& kv : idle_) {
     for (uint32_t id : kv.second) {

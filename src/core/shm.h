@@ -124,6 +124,9 @@ class SegmentPool {
   // receiver to forget it), or -EINVAL for an id that is unknown or not in
   // flight (a confused or hostile receiver).
   int Recycle(uint32_t id);
+  // Destroys an in-flight segment the receiver never heard of (its message
+  // was not sent after all). Returns false for an id not in flight.
+  bool Discard(uint32_t id);
   // Drops every idle segment; returns their ids in *dropped (may be null) so
   // the receiver can be told to forget them.
   void TrimIdle(std::vector<uint32_t>* dropped);
