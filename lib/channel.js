@@ -758,16 +758,17 @@ class Channel extends EventEmitter {
   // already back, means the peer is confused or hostile: the pool's
   // bookkeeping cannot be trusted any more, so the channel closes.
   _onSegmentsReturned(ids) {
-    if (!this._poolSending || !validSegmentIds(ids) || !this._handle.recycleSegments(ids)) {
+    if (this._state === 'closed') return;
+    if (!this._poolSending || !validSegmentIds(ids) || this._handle.recycleSegments(ids) !== true) {
       this._protocolError('invalid recycled segment return');
       return;
     }
-    this._forgetDropped(this._handle.takeDroppedSegments());
+    this._forgetDropped(this._handle.takeDroppedSegments() || []);
     // Idle from now on until the next return: trim when the timer fires.
     if (this._poolTimer !== null) clearTimeout(this._poolTimer);
     this._poolTimer = setTimeout(() => {
       this._poolTimer = null;
-      if (this._state === 'open') this._forgetDropped(this._handle.trimSegments());
+      if (this._state === 'open') this._forgetDropped(this._handle.trimSegments() || []);
     }, this.segmentPoolIdleTimeout);
     this._poolTimer.unref();
   }
