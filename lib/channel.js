@@ -53,6 +53,9 @@ const DEFAULT_SEGMENT_POOL_COUNT = 16;
 // Idle recycled segments are dropped (and the peer told to unmap them) once
 // no segment came back for this many ms.
 const DEFAULT_SEGMENT_POOL_IDLE = 5000;
+// The receiver maps at most this many times its own segmentPoolMaxBytes of
+// a peer's recycled segments (set both ends' bounds alike).
+const MAX_MAPPED_FACTOR = 4;
 // A SEGRET or SEGDROP message names at most this many ids.
 const MAX_SEGMENT_IDS = 4096;
 // A request with no reply in this many ms rejects (ERR_PROCWIRE_REQUEST_TIMEOUT),
@@ -195,7 +198,10 @@ class Channel extends EventEmitter {
     // This end takes recycled segments (and future-write-sealed transfers)
     // when it trusts the peer not to change bytes after sending them.
     this._acceptsPool = this._canTakeSegments && this.segmentPool && typeof this._handle.acceptSegmentPool === 'function';
-    if (this._acceptsPool) this._handle.acceptSegmentPool();
+    // A receiver maps at most this much of the peer's recycled segments at
+    // once (the peer's pool, plus segments it dropped that we have not yet
+    // heard about); past it a new segment is refused.
+    if (this._acceptsPool) this._handle.acceptSegmentPool(MAX_MAPPED_FACTOR * this.segmentPoolMaxBytes);
     if (this._canTakeSegments || this._ringsOffered) {
       const caps = this._ringsOffered
         ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }

@@ -219,8 +219,8 @@ void ReturnLease(void* /*data*/, size_t /*length*/, void* deleter_data) {
 
 }  // namespace
 
-ReceivedSegmentPool::ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return)
-    : on_return_(std::move(on_return)), returns_(std::make_shared<Returns>()) {
+ReceivedSegmentPool::ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped)
+    : on_return_(std::move(on_return)), returns_(std::make_shared<Returns>()), max_mapped_(max_mapped) {
   uv_async_t* async = new uv_async_t;
   uv_async_init(loop, async, OnAsync);
   async->data = this;
@@ -268,6 +268,7 @@ int ReceivedSegmentPool::Add(uint32_t id, int fd, size_t max_size) {
   const int r = VerifyPooledSegment(fd, &size);
   if (r < 0) return r;
   if (size > max_size) return -EFBIG;
+  if (size > max_mapped_ || mapped_bytes_ > max_mapped_ - size) return -ENOSPC;
   // Shared, so later messages in this segment are seen; populated now, so
   // reading a message costs no page faults.
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);

@@ -63,13 +63,17 @@ v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd,
 class ReceivedSegmentPool {
  public:
   using ReturnCallback = std::function<void(std::vector<uint32_t>& ids)>;
-  ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return);
+  // max_mapped: the most bytes of the peer's segments mapped at once; a
+  // new segment past it is refused (-ENOSPC), so a peer cannot make us map
+  // without bound.
+  ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped);
   ~ReceivedSegmentPool();
   ReceivedSegmentPool(const ReceivedSegmentPool&) = delete;
   ReceivedSegmentPool& operator=(const ReceivedSegmentPool&) = delete;
 
   // Maps a new segment `id` (fd borrowed). Returns 0, -EEXIST (id known),
-  // -EPERM (not a size-sealed memfd), -EFBIG (larger than max_size), -errno.
+  // -EPERM (not a size-sealed memfd), -EFBIG (larger than max_size),
+  // -ENOSPC (past max_mapped), -errno.
   int Add(uint32_t id, int fd, size_t max_size);
   // An ArrayBuffer over bytes [0, length) of segment `id`. Fails with
   // *error ENOENT (unknown id) or EFBIG (length past the segment's end).
@@ -101,6 +105,7 @@ class ReceivedSegmentPool {
   std::shared_ptr<Returns> returns_;
   std::unordered_map<uint32_t, Mapping*> maps_;
   size_t mapped_bytes_ = 0;
+  size_t max_mapped_;
 };
 
 }  // namespace procwire
