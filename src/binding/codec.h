@@ -27,15 +27,9 @@ struct EncodedFrame {
   size_t size = 0;
 };
 
-// One segment of an out-of-line message, as the control frame names it.
-struct SegmentRef {
-  // protocol::kSegmentSealed (a descriptor rides along), kSegmentPooledNew
-  // (a recycled segment, its descriptor rides along) or kSegmentPooled (a
-  // recycled segment the peer has already mapped).
-  uint8_t kind;
-  uint32_t id;      // pooled segments only
-  uint32_t length;  // bytes of the message in the segment (pooled only)
-};
+// One segment of an out-of-line message, as the control frame names it
+// (kind, recycled segment id, bytes of the message in it).
+using SegmentRef = SegmentEntry;
 
 // Out-of-line sending (procwire peers over unix sockets only): large views
 // travel in sealed memfd segments passed beside the frame, and the payload

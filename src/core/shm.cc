@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "frame_reader.h"
+#include "protocol.h"
 #include "socket_io.h"
 
 #ifndef MFD_CLOEXEC
@@ -114,6 +116,42 @@ void UnmapSegment(void* address, size_t size) {
 }
 
 // ---- recycled segments ------------------------------------------------------
+
+size_t SegmentAnnouncementSize(size_t count) { return 2 + count * protocol::kSegmentEntrySize; }
+
+void EncodeSegmentAnnouncement(const SegmentEntry* entries, size_t count, uint8_t* out) {
+  out[0] = protocol::kPooledSegmentsControlByte;
+  out[1] = static_cast<uint8_t>(count);
+  uint8_t* p = out + 2;
+  for (size_t i = 0; i < count; i++) {
+    p[0] = entries[i].kind;
+    WriteU32BigEndian(p + 1, entries[i].id);
+    WriteU32BigEndian(p + 5, entries[i].length);
+    p += protocol::kSegmentEntrySize;
+  }
+}
+
+bool ParseSegmentAnnouncement(const uint8_t* payload, size_t size, std::vector<SegmentEntry>* entries,
+                              size_t* descriptors) {
+  entries->clear();
+  *descriptors = 0;
+  if (size < 2 || payload[0] != protocol::kPooledSegmentsControlByte) return false;
+  const size_t count = payload[1];
+  if (count == 0 || count > protocol::kMaxSegmentsPerFrame || size != SegmentAnnouncementSize(count)) return false;
+  const uint8_t* p = payload + 2;
+  for (size_t i = 0; i < count; i++) {
+    const SegmentEntry e{p[0], ReadU32BigEndian(p + 1), ReadU32BigEndian(p + 5)};
+    if (e.kind > protocol::kSegmentPooled) {
+      entries->clear();
+      *descriptors = 0;
+      return false;
+    }
+    if (e.kind != protocol::kSegmentPooled) ++*descriptors;
+    entries->push_back(e);
+    p += protocol::kSegmentEntrySize;
+  }
+  return true;
+}
 
 int PooledSeals() { return F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL; }
 

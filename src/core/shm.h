@@ -60,6 +60,28 @@ void* MapSegment(int fd, size_t size, bool shared, int* error);
 void UnmapSegment(void* address, size_t size);
 
 // ---- recycled segments ------------------------------------------------------
+
+// One entry of a [0xFC] segment announcement (docs/protocol.md): the kind
+// (protocol::kSegmentSealed, kSegmentPooledNew, kSegmentPooled), the
+// recycled segment's id and the message's bytes in it.
+struct SegmentEntry {
+  uint8_t kind;
+  uint32_t id;
+  uint32_t length;
+};
+
+// The payload of a [0xFC] control frame for `count` entries (1..64):
+// 2 + count * protocol::kSegmentEntrySize bytes.
+size_t SegmentAnnouncementSize(size_t count);
+// Writes the payload ([0xFC][n] and the entries) to out, which has
+// SegmentAnnouncementSize(count) bytes.
+void EncodeSegmentAnnouncement(const SegmentEntry* entries, size_t count, uint8_t* out);
+// Parses a [0xFC] payload (any bytes). Returns true with the entries and
+// the number of descriptors they need (kinds 0 and 1), or false when it is
+// malformed: wrong first byte, a count of 0 or over 64, a size that does
+// not match the count, or an unknown kind.
+bool ParseSegmentAnnouncement(const uint8_t* payload, size_t size, std::vector<SegmentEntry>* entries,
+                              size_t* descriptors);
 //
 // A fresh segment is faulted in page by page as the sender copies into it,
 // which costs about as much as the copy itself; a sealed one can never be

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol.h"
 #include "socket_io.h"
 
 namespace procwire {
@@ -206,6 +207,60 @@ TEST(Segments, TransferSealsStrictAndTrusting) {
   EXPECT_EQ(VerifySegment(fd, &got), 0);
   EXPECT_EQ(SealTransferred(fd, /*strict=*/true), -EPERM);  // sealed for good
   CloseFd(fd);
+}
+
+TEST(SegmentAnnouncement, RoundTripsAndRejectsMalformedPayloads) {
+  const SegmentEntry in[3] = {{protocol::kSegmentSealed, 0, 0},
+                              {protocol::kSegmentPooledNew, 7, 65536},
+                              {protocol::kSegmentPooled, 0xfffffffeu, 1}};
+  std::vector<uint8_t> buf(SegmentAnnouncementSize(3));
+  ASSERT_EQ(buf.size(), 2 + 3 * protocol::kSegmentEntrySize);
+  EncodeSegmentAnnouncement(in, 3, buf.data());
+  EXPECT_EQ(buf[0], protocol::kPooledSegmentsControlByte);
+  std::vector<SegmentEntry> out;
+  size_t fds = 99;
+  ASSERT_TRUE(ParseSegmentAnnouncement(buf.data(), buf.size(), &out, &fds));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(fds, 2u);  // the sealed and the new one carry descriptors
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT_EQ(out[i].kind, in[i].kind);
+    EXPECT_EQ(out[i].id, in[i].id);
+    EXPECT_EQ(out[i].length, in[i].length);
+  }
+  // One byte short or long, a wrong count, an unknown kind, the wrong byte.
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), buf.size() - 1, &out, &fds));
+  std::vector<uint8_t> longer = buf;
+  longer.push_back(0);
+  EXPECT_FALSE(ParseSegmentAnnouncement(longer.data(), longer.size(), &out, &fds));
+  std::vector<uint8_t> bad = buf;
+  bad[1] = 0;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  bad = buf;
+  bad[2 + protocol::kSegmentEntrySize] = 3;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(fds, 0u);
+  bad = buf;
+  bad[0] = protocol::kSegmentsControlByte;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), 0, &out, &fds));
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), 1, &out, &fds));
+  // 65 entries: over the limit even when the size matches.
+  std::vector<SegmentEntry> many(65, SegmentEntry{protocol::kSegmentPooled, 1, 1});
+  std::vector<uint8_t> big(SegmentAnnouncementSize(65));
+  EncodeSegmentAnnouncement(many.data(), 65, big.data());
+  EXPECT_FALSE(ParseSegmentAnnouncement(big.data(), big.size(), &out, &fds));
+  // Random bytes never crash and never yield more entries than fit.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 100000; round++) {
+    std::vector<uint8_t> junk(rng() % 40);
+    for (auto& b : junk) b = static_cast<uint8_t>(rng());
+    if (!junk.empty() && rng() % 2 == 0) junk[0] = protocol::kPooledSegmentsControlByte;
+    if (ParseSegmentAnnouncement(junk.data(), junk.size(), &out, &fds)) {
+      EXPECT_EQ(junk.size(), SegmentAnnouncementSize(out.size()));
+      EXPECT_LE(fds, out.size());
+    }
+  }
 }
 
 TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {
