@@ -379,5 +379,11 @@ export declare const parent: Channel | null;
 export declare function getParent(): Channel | null;
 /** A Buffer over a shared-memory segment, for zero-copy send(message, { transfer: [buf] }). */
 export declare function alloc(size: number): Buffer;
+/**
+ * Hands a received Buffer's recycled shared-memory segment (segmentPool) back to its sender now
+ * instead of when the Buffer is collected; the Buffer and every view of its ArrayBuffer become
+ * empty. Returns false, doing nothing, for any other buffer.
+ */
+export declare function release(view: ArrayBuffer | ArrayBufferView): boolean;
 /** true when the native addon is in use. */
 export declare const native: boolean;

@@ -195,6 +195,11 @@ void ReleaseMapping(ReceivedSegmentPool::Mapping* m) {
   }
 }
 
+// The memory of every ArrayBuffer lent over a recycled segment (a count:
+// a hostile sender may name one segment twice), for release().
+std::mutex g_leases_mutex;
+std::unordered_map<const void*, int>* g_leases = new std::unordered_map<const void*, int>();
+
 // What an ArrayBuffer over a recycled segment holds.
 struct Lease {
   std::shared_ptr<ReceivedSegmentPool::Returns> returns;
@@ -204,8 +209,13 @@ struct Lease {
 
 // V8 frees the memory (any thread): hand the id back, then drop our share
 // of the mapping. Once the pool is closed there is nobody to tell.
-void ReturnLease(void* /*data*/, size_t /*length*/, void* deleter_data) {
+void ReturnLease(void* data, size_t /*length*/, void* deleter_data) {
   Lease* lease = static_cast<Lease*>(deleter_data);
+  {
+    std::lock_guard<std::mutex> lock(g_leases_mutex);
+    auto it = g_leases->find(data);
+    if (it != g_leases->end() && --it->second == 0) g_leases->erase(it);
+  }
   {
     std::lock_guard<std::mutex> lock(lease->returns->mutex);
     if (lease->returns->async != nullptr) {
@@ -218,6 +228,18 @@ void ReturnLease(void* /*data*/, size_t /*length*/, void* deleter_data) {
 }
 
 }  // namespace
+
+bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab) {
+  if (ab->WasDetached() || !ab->IsDetachable() || ab->ByteLength() == 0) return false;
+  {
+    std::lock_guard<std::mutex> lock(g_leases_mutex);
+    if (g_leases->count(ab->Data()) == 0) return false;
+  }
+  // Detaching drops this ArrayBuffer's share of the memory; the deleter
+  // (and so the return) runs once no other holder (a copy of the
+  // ArrayBuffer transferred to a worker) is left.
+  return ab->Detach(v8::Local<v8::Value>()).FromMaybe(false);
+}
 
 ReceivedSegmentPool::ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped)
     : on_return_(std::move(on_return)), returns_(std::make_shared<Returns>()), max_mapped_(max_mapped) {
@@ -301,6 +323,10 @@ v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(v8::Isolate* isolate, 
     return v8::ArrayBuffer::New(isolate, 0);
   }
   m->refs.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(g_leases_mutex);
+    (*g_leases)[m->data]++;
+  }
   Lease* lease = new Lease{returns_, m, id};
   std::unique_ptr<v8::BackingStore> store = v8::ArrayBuffer::NewBackingStore(m->data, length, ReturnLease, lease);
   return v8::ArrayBuffer::New(isolate, std::move(store));

@@ -48,6 +48,12 @@ void UnmapAllocatedNow(const void* data);
 v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size, int* error,
                                                    bool accept_future_write = false);
 
+// Detaches an ArrayBuffer over a peer's recycled segment (a Buffer that
+// arrived through one), so the segment goes back to its sender at once
+// rather than when the Buffer is collected; every view of that ArrayBuffer
+// becomes empty. Returns false (and does nothing) for any other ArrayBuffer.
+bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
+
 // The receiving side of a peer's recycled segments (one per channel): maps
 // each segment once (shared, pre-faulted) when its descriptor arrives,
 // builds an ArrayBuffer over it for every message that uses it, and when
