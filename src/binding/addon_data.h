@@ -51,6 +51,11 @@ struct AddonData {
     if (tearing_down && closing_handles == 0) delete this;
   }
 
+  // The environment's cleanup hook: closes every handle still open without
+  // calling into JavaScript, then frees this object (now, or after the last
+  // close callback).
+  static void Teardown(void* arg);
+
   static AddonData* From(const v8::FunctionCallbackInfo<v8::Value>& args) {
     return static_cast<AddonData*>(args.Data().As<v8::External>()->Value());
   }

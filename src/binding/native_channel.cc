@@ -1,4 +1,4 @@
-#include "channel.h"
+#include "native_channel.h"
 
 #include <node.h>
 #include <uv.h>
@@ -18,6 +18,8 @@
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
 #include "codec.h"
+#include "handle_wrap.h"
+#include "payload_memory.h"
 #include "ring_transport.h"
 #include "segments.h"
 
@@ -49,11 +51,6 @@ constexpr int kEndSegmentProtocol = -1001;
 constexpr int kEndTruncated = -1002;
 constexpr int kEndRingCorrupt = -1003;
 
-// One read buffer; small messages arrive many to a read.
-constexpr size_t kReadBufferSize = 256 * 1024;
-// Decoded views shorter than this are copied out of the read block instead
-// of borrowing it (see ReadBlock::min_borrow).
-constexpr size_t kMinBorrowFromReadBlock = 4096;
 // Reads per wake-up, and bytes, before yielding to the rest of the loop, so
 // one busy peer cannot starve other handles.
 constexpr int kMaxReadsPerWake = 32;
@@ -79,74 +76,6 @@ constexpr uint8_t kRingSetupVersion = 1;
 constexpr int kMaxRingRecordsPerWake = 4096;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
-void FreeBackingStore(void* data, size_t /*length*/, void* /*hint*/) { std::free(data); }
-
-// A read buffer that decoded views may borrow: the first borrow turns the
-// block into an ArrayBuffer's backing store, and the channel takes a fresh
-// block for its next read.
-class ReadBlock final : public PayloadMemory {
- public:
-  // Check data() for nullptr: a block that could not be allocated.
-  ReadBlock() : data_(static_cast<uint8_t*>(std::malloc(kReadBufferSize))) {}
-  ~ReadBlock() override {
-    if (!given_away_) std::free(data_);
-  }
-  uint8_t* data() { return data_; }
-  bool given_away() const { return given_away_; }
-  void ReleaseArrayBuffer() { array_buffer_.Reset(); }
-  const uint8_t* base() const override { return data_; }
-  // A retained small view would otherwise keep the whole 256 KiB block
-  // alive (2,000 one-byte Buffers pinned 1,904 blocks); below 4 KiB a copy
-  // costs less than the memory it would pin.
-  size_t min_borrow() const override { return kMinBorrowFromReadBlock; }
-  MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
-    if (array_buffer_.IsEmpty()) {
-      std::unique_ptr<BackingStore> store =
-          ArrayBuffer::NewBackingStore(data_, kReadBufferSize, FreeBackingStore, nullptr);
-      given_away_ = true;
-      array_buffer_.Reset(isolate, ArrayBuffer::New(isolate, std::move(store)));
-    }
-    return array_buffer_.Get(isolate);
-  }
-
- private:
-  uint8_t* data_;
-  bool given_away_ = false;
-  // Held only while this block is the current one; a Global because the
-  // block outlives the HandleScope of one read.
-  Global<ArrayBuffer> array_buffer_;
-};
-
-// A reassembled frame's memory: the first borrow takes the reader's block
-// and makes it the ArrayBuffer's backing store, so a large frame that spanned
-// many reads is not copied once more into its views.
-class ReassembledMemory final : public PayloadMemory {
- public:
-  ReassembledMemory(FrameReader* reader, const uint8_t* payload, size_t payload_offset)
-      : reader_(reader), base_(payload - payload_offset) {}
-  const uint8_t* base() const override { return base_; }
-  MaybeLocal<ArrayBuffer> GetArrayBuffer(Isolate* isolate) override {
-    if (array_buffer_.IsEmpty()) {
-      size_t offset = 0;
-      size_t size = 0;
-      uint8_t* block = reader_->TakeReassembled(&offset, &size);
-      if (block == nullptr) return {};
-      std::unique_ptr<BackingStore> store =
-          ArrayBuffer::NewBackingStore(block, size, FreeBackingStore, nullptr);
-      array_buffer_ = ArrayBuffer::New(isolate, std::move(store));
-    }
-    return array_buffer_;
-  }
-
- private:
-  FrameReader* reader_;
-  const uint8_t* base_;
-  Local<ArrayBuffer> array_buffer_;
-};
-
-// Reassembled frames at least this large lend their memory to the views
-// decoded from them; smaller ones are cheaper to copy than to give away.
-constexpr size_t kLendReassembledThreshold = 1024 * 1024;
 
 struct Counters {
   double messages_in = 0, messages_out = 0, bytes_in = 0, decode_errors = 0, read_calls = 0;
@@ -156,11 +85,11 @@ struct Counters {
   double histogram_out[kHistogramBuckets] = {};
 };
 
-class NativeChannel final : public Closable {
+class NativeChannel final : public HandleWrap {
  public:
   NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd, WireFormat format,
                 size_t max_message_size, bool connecting, Local<Object> callbacks, double ool_threshold)
-      : data_(data),
+      : HandleWrap(data, context, wrapper, "PROCWIRE_CHANNEL"),
         fd_(fd),
         reader_(format, max_message_size),
         ring_frames_(format, max_message_size),
@@ -168,22 +97,17 @@ class NativeChannel final : public Closable {
         ool_enabled_(ool_threshold >= 0 && format == WireFormat::kAdvanced),
         ool_threshold_(ool_threshold >= 0 ? static_cast<size_t>(ool_threshold) : SIZE_MAX) {
     Isolate* isolate = data->isolate;
-    context_.Reset(isolate, context);
-    wrapper_.Reset(isolate, wrapper);
-    SetWrapped(wrapper, this);
     on_read_.Reset(isolate, GetFunction(context, callbacks, "onread"));
     on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
     on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
     on_connect_.Reset(isolate, GetFunction(context, callbacks, "onconnect"));
-    async_context_ = node::EmitAsyncInit(isolate, wrapper, "PROCWIRE_CHANNEL");
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
-    poll_.data = this;
-    data->open_handles.insert(this);
+    AttachUvHandle(reinterpret_cast<uv_handle_t*>(&poll_));
     UpdatePoll();
   }
 
   static NativeChannel* Unwrap(const FunctionCallbackInfo<Value>& args) {
-    return static_cast<NativeChannel*>(GetWrapped(args.This()));
+    return HandleWrap::Unwrap<NativeChannel>(args);
   }
 
   // new Channel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
@@ -435,7 +359,6 @@ class NativeChannel final : public Closable {
     self->reading_ = false;
     self->UpdatePoll();
   }
-  uv_handle_t* poll_handle() { return reinterpret_cast<uv_handle_t*>(&poll_); }
 
   // stats() -> one array of doubles in the layout of src/core/channel_stats.h
   // (exported as binding.statsLayout).
@@ -479,20 +402,11 @@ class NativeChannel final : public Closable {
     args.GetReturnValue().Set(self->fd_);
   }
 
-  void CloseForTeardown() override {
-    // The environment is going away: no JavaScript may run, and the close
-    // callback may come after the isolate is gone, so every V8 handle is
-    // released now, while the isolate still exists.
-    teardown_ = true;
-    ReleaseV8Handles();
-    StartClose();
-  }
+  uv_handle_t* ref_handle() override { return reinterpret_cast<uv_handle_t*>(&poll_); }
 
-  void ReleaseV8Handles() {
+  void ReleaseV8Handles() override {
     if (block_ != nullptr) block_->ReleaseArrayBuffer();
     next_segments_.clear();
-    context_.Reset();
-    wrapper_.Reset();
     on_read_.Reset();
     on_write_.Reset();
     on_end_.Reset();
@@ -592,7 +506,7 @@ class NativeChannel final : public Closable {
   }
 
   static void OnPoll(uv_poll_t* handle, int status, int events) {
-    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
     if (self->closing_) return;
     Isolate* isolate = self->data_->isolate;
     HandleScope scope(isolate);
@@ -874,9 +788,8 @@ class NativeChannel final : public Closable {
       return;
     }
     CHECK_EQ(uv_poll_init(data_->loop, &ring_poll_, rings_->inbound_wake_fd()), 0);
-    ring_poll_.data = this;
+    AttachUvHandle(reinterpret_cast<uv_handle_t*>(&ring_poll_));
     ring_poll_started_ = true;
-    open_uv_handles_++;
     // The socket alone decides whether the channel keeps the process alive.
     uv_unref(reinterpret_cast<uv_handle_t*>(&ring_poll_));
     CHECK_EQ(uv_poll_start(&ring_poll_, UV_READABLE, OnRingPoll), 0);
@@ -930,7 +843,7 @@ class NativeChannel final : public Closable {
   }
 
   static void OnRingPoll(uv_poll_t* handle, int status, int events) {
-    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
+    NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
     if (self->closing_ || self->ended_) return;
     EventFdDrain(self->rings_->inbound_wake_fd());
     // Paused: readStart signals the eventfd again.
@@ -1126,39 +1039,15 @@ class NativeChannel final : public Closable {
     Call(on_end_, 2, argv);
   }
 
-  void Call(const Global<Function>& fn, int argc, Local<Value>* argv) {
-    if (teardown_) return;
-    Isolate* isolate = data_->isolate;
-    Local<Object> wrapper = wrapper_.Get(isolate);
-    // MakeCallback drains the nextTick and microtask queues afterwards, as
-    // for any I/O callback; a throwing handler becomes an uncaught exception.
-    (void)node::MakeCallback(isolate, wrapper, fn.Get(isolate), argc, argv, async_context_);
-  }
-
-  // Public for CloseHandle<T> below.
- public:
-  void StartClose() {
-    if (closing_) return;
-    closing_ = true;
-    data_->open_handles.erase(this);
-    data_->closing_handles++;
+  // The socket's poll handle and, with rings, the eventfd's: the object
+  // goes when the last has closed.
+  void CloseUvHandles() override {
     uv_poll_stop(&poll_);
-    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnClosed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnUvHandleClosed);
     if (ring_poll_started_) {
       uv_poll_stop(&ring_poll_);
-      uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnClosed);
+      uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnUvHandleClosed);
     }
-  }
-
- private:
-  static void OnClosed(uv_handle_t* handle) {
-    NativeChannel* self = static_cast<NativeChannel*>(handle->data);
-    // The socket's poll handle and, with rings, the eventfd's: the object
-    // goes when the last has closed.
-    if (--self->open_uv_handles_ > 0) return;
-    AddonData* data = self->data_;
-    delete self;
-    data->HandleClosed();
   }
 
   ~NativeChannel() override {
@@ -1166,16 +1055,8 @@ class NativeChannel final : public Closable {
     for (int fd : pending_fds_) CloseFd(fd);
     queue_.Clear();
     delete block_;
-    Isolate* isolate = data_->isolate;
-    if (!teardown_) {
-      HandleScope scope(isolate);
-      Local<Object> wrapper = wrapper_.Get(isolate);
-      SetWrapped(wrapper, nullptr);
-      node::EmitAsyncDestroy(isolate, async_context_);
-    }
   }
 
-  AddonData* data_;
   int fd_;
   FrameReader reader_;
   // Frames from ring records, which hold whole frames only.
@@ -1197,7 +1078,6 @@ class NativeChannel final : public Closable {
   double ring_user_bytes_ = 0;
   uv_poll_t ring_poll_;
   bool ring_poll_started_ = false;
-  int open_uv_handles_ = 1;
   ReadBlock* block_ = nullptr;
   uv_poll_t poll_;
   int poll_events_ = 0;
@@ -1205,8 +1085,6 @@ class NativeChannel final : public Closable {
   bool reading_ = true;
   bool want_write_ = false;
   bool ended_ = false;
-  bool closing_ = false;
-  bool teardown_ = false;
   Counters counters_;
   // Out-of-line receiving (procwire peers on unix sockets), and sending,
   // which waits for the peer to say it can receive.
@@ -1228,203 +1106,12 @@ class NativeChannel final : public Closable {
   // Optional counters shared with JavaScript (see New).
   Global<v8::Float64Array> shared_counters_;
   double* shared_ = nullptr;
-  node::async_context async_context_;
-  Global<Context> context_;
-  Global<Object> wrapper_;
   Global<Function> on_read_, on_write_, on_end_, on_connect_;
 };
 
-class NativeListener final : public Closable {
- public:
-  NativeListener(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
-                 Local<Function> on_connection)
-      : data_(data), fd_(fd) {
-    Isolate* isolate = data->isolate;
-    context_.Reset(isolate, context);
-    wrapper_.Reset(isolate, wrapper);
-    on_connection_.Reset(isolate, on_connection);
-    SetWrapped(wrapper, this);
-    async_context_ = node::EmitAsyncInit(isolate, wrapper, "PROCWIRE_LISTENER");
-    CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
-    poll_.data = this;
-    CHECK_EQ(uv_poll_start(&poll_, UV_READABLE, OnPoll), 0);
-    CHECK_EQ(uv_timer_init(data->loop, &backoff_), 0);
-    backoff_.data = this;
-    // The timer only runs during a back-off, and the poll handle alone
-    // decides whether the listener keeps the process alive.
-    uv_unref(reinterpret_cast<uv_handle_t*>(&backoff_));
-    reserve_fd_ = OpenReserve();
-    data->open_handles.insert(this);
-  }
-
-  static NativeListener* Unwrap(const FunctionCallbackInfo<Value>& args) {
-    return static_cast<NativeListener*>(GetWrapped(args.This()));
-  }
-
-  // new Listener(fd, onconnection(fds[]))
-  static void New(const FunctionCallbackInfo<Value>& args) {
-    AddonData* data = AddonData::From(args);
-    Local<Context> context = args.GetIsolate()->GetCurrentContext();
-    struct stat st;
-    if (!args.IsConstructCall() || !args[0]->IsInt32() || !args[1]->IsFunction() ||
-        fstat(args[0].As<Integer>()->Value(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-      ThrowCodedError(data, context, "ERR_PROCWIRE_INVALID_ARG",
-                      "new NativeListener(fd, onconnection): fd must be a listening socket");
-      return;
-    }
-    new NativeListener(AddonData::From(args), args.GetIsolate()->GetCurrentContext(), args.This(),
-                       args[0].As<Integer>()->Value(), args[1].As<Function>());
-  }
-  uv_handle_t* poll_handle() { return reinterpret_cast<uv_handle_t*>(&poll_); }
-
-  void CloseForTeardown() override {
-    // As for channels: release V8 handles while the isolate exists.
-    teardown_ = true;
-    context_.Reset();
-    wrapper_.Reset();
-    on_connection_.Reset();
-    StartClose();
-  }
-
- private:
-  // A descriptor kept in reserve for running out of them (as libuv does):
-  // on EMFILE/ENFILE it is closed, so that pending connections can be
-  // accepted and closed at once instead of waking us in a loop.
-  static int OpenReserve() { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
-
-  // Out of descriptors: refuse what is pending (their peers see a close
-  // rather than hanging in the backlog), then stop polling for a while so a
-  // full table does not spin the loop; polling resumes after the back-off.
-  void ShedConnections() {
-    if (reserve_fd_ >= 0) {
-      CloseFd(reserve_fd_);
-      reserve_fd_ = -1;
-      for (int i = 0; i < 1024; i++) {
-        const int fd = AcceptConnection(fd_);
-        if (fd < 0) break;
-        CloseFd(fd);
-      }
-      reserve_fd_ = OpenReserve();
-    }
-    uv_poll_stop(&poll_);
-    uv_timer_start(&backoff_, OnBackoffDone, kBackoffMs, 0);
-  }
-
-  static void OnBackoffDone(uv_timer_t* timer) {
-    NativeListener* self = static_cast<NativeListener*>(timer->data);
-    if (self->closing_) return;
-    if (self->reserve_fd_ < 0) self->reserve_fd_ = OpenReserve();
-    uv_poll_start(&self->poll_, UV_READABLE, OnPoll);
-  }
-
-  static void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
-    NativeListener* self = static_cast<NativeListener*>(handle->data);
-    if (self->closing_) return;
-    Isolate* isolate = self->data_->isolate;
-    HandleScope scope(isolate);
-    Local<Context> context = self->context_.Get(isolate);
-    Context::Scope context_scope(context);
-    std::vector<Local<Value>> fds;
-    int error = status < 0 ? status : 0;
-    // Accept what is pending, up to a batch, so a connection storm cannot
-    // starve the loop.
-    for (int i = 0; i < 64 && error == 0; i++) {
-      const int fd = AcceptConnection(self->fd_);
-      if (fd == -EAGAIN || fd == -EWOULDBLOCK) break;
-      if (fd < 0) {
-        // EMFILE and friends: report (JavaScript rate-limits it), keep
-        // listening after a back-off.
-        error = fd;
-        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) self->ShedConnections();
-        break;
-      }
-      fds.push_back(Integer::New(isolate, fd));
-    }
-    Local<Value> argv[] = {Array::New(isolate, fds.data(), fds.size()), Integer::New(isolate, error)};
-    (void)node::MakeCallback(isolate, self->wrapper_.Get(isolate), self->on_connection_.Get(isolate), 2, argv,
-                             self->async_context_);
-  }
-
-  // Public for CloseHandle<T> below.
- public:
-  void StartClose() {
-    if (closing_) return;
-    closing_ = true;
-    data_->open_handles.erase(this);
-    data_->closing_handles++;
-    uv_poll_stop(&poll_);
-    uv_timer_stop(&backoff_);
-    // Two libuv handles: the object goes when the second has closed.
-    auto on_closed = [](uv_handle_t* h) {
-      auto* self = static_cast<NativeListener*>(h->data);
-      if (--self->open_uv_handles_ > 0) return;
-      AddonData* data = self->data_;
-      delete self;
-      data->HandleClosed();
-    };
-    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), on_closed);
-    uv_close(reinterpret_cast<uv_handle_t*>(&backoff_), on_closed);
-  }
-
- public:
-  ~NativeListener() override {
-    CloseFd(fd_);
-    CloseFd(reserve_fd_);
-    if (!teardown_) {
-      Isolate* isolate = data_->isolate;
-      HandleScope scope(isolate);
-      SetWrapped(wrapper_.Get(isolate), nullptr);
-      node::EmitAsyncDestroy(isolate, async_context_);
-    }
-  }
-
- private:
-  static constexpr uint64_t kBackoffMs = 100;
-
-  AddonData* data_;
-  int fd_;
-  int reserve_fd_ = -1;
-  uv_poll_t poll_;
-  uv_timer_t backoff_;
-  int open_uv_handles_ = 2;
-  bool closing_ = false;
-  bool teardown_ = false;
-  node::async_context async_context_;
-  Global<Context> context_;
-  Global<Object> wrapper_;
-  Global<Function> on_connection_;
-};
-
-// The JavaScript methods every poll-based handle shares. T provides
-// Unwrap(args), poll_handle() and StartClose().
-template <typename T>
-void RefHandle(const FunctionCallbackInfo<Value>& args) {
-  T* self = T::Unwrap(args);
-  CHECK_NOT_NULL(self);
-  uv_ref(self->poll_handle());
-}
-
-template <typename T>
-void UnrefHandle(const FunctionCallbackInfo<Value>& args) {
-  T* self = T::Unwrap(args);
-  CHECK_NOT_NULL(self);
-  uv_unref(self->poll_handle());
-}
-
-template <typename T>
-void CloseHandle(const FunctionCallbackInfo<Value>& args) {
-  T* self = T::Unwrap(args);
-  if (self != nullptr) self->StartClose();
-}
-
-void SetMethod(Isolate* isolate, Local<FunctionTemplate> t, Local<v8::External> data, const char* name,
-               v8::FunctionCallback fn) {
-  t->PrototypeTemplate()->Set(OneByteString(isolate, name), FunctionTemplate::New(isolate, fn, data));
-}
-
 }  // namespace
 
-void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports) {
+void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> exports) {
   Isolate* isolate = data->isolate;
   Local<v8::External> external = v8::External::New(isolate, data);
 
@@ -1441,9 +1128,9 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
   SetMethod(isolate, ch, external, "enableRings", NativeChannel::EnableRings);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
-  SetMethod(isolate, ch, external, "ref", RefHandle<NativeChannel>);
-  SetMethod(isolate, ch, external, "unref", UnrefHandle<NativeChannel>);
-  SetMethod(isolate, ch, external, "close", CloseHandle<NativeChannel>);
+  SetMethod(isolate, ch, external, "ref", HandleWrap::Ref);
+  SetMethod(isolate, ch, external, "unref", HandleWrap::Unref);
+  SetMethod(isolate, ch, external, "close", HandleWrap::Close);
   SetMethod(isolate, ch, external, "stats", NativeChannel::Stats);
   SetMethod(isolate, ch, external, "fd", NativeChannel::Fd);
   data->channel_template.Reset(isolate, ch);
@@ -1461,16 +1148,6 @@ void InitChannel(AddonData* data, Local<Context> context, Local<Object> exports)
       .Check();
   layout->Set(context, OneByteString(isolate, "length"), v8::Integer::New(isolate, stats::kCount)).Check();
   exports->Set(context, OneByteString(isolate, "statsLayout"), layout).Check();
-
-  Local<FunctionTemplate> ls = FunctionTemplate::New(isolate, NativeListener::New, external);
-  ls->SetClassName(OneByteString(isolate, "NativeListener"));
-  ls->InstanceTemplate()->SetInternalFieldCount(1);
-  SetMethod(isolate, ls, external, "close", CloseHandle<NativeListener>);
-  SetMethod(isolate, ls, external, "ref", RefHandle<NativeListener>);
-  SetMethod(isolate, ls, external, "unref", UnrefHandle<NativeListener>);
-  data->listener_template.Reset(isolate, ls);
-  exports->Set(context, OneByteString(isolate, "NativeListener"), ls->GetFunction(context).ToLocalChecked())
-      .Check();
 }
 
 }  // namespace procwire
