@@ -289,7 +289,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
       // The queue closes the descriptors it sends; the pool keeps its own.
       const int copy = fcntl(seg.fd, F_DUPFD_CLOEXEC, 0);
       if (copy < 0) {
-        ool_->pool->Recycle(seg.id);
+        ool_->pool->Discard(seg.id);  // the receiver never heard of it
         return false;
       }
       ool_->fds.push_back(copy);
