@@ -4,6 +4,7 @@
       "target_name": "procwire",
       "sources": [
         "src/core/frame_reader.cc",
+        "src/core/inbound.cc",
         "src/core/write_queue.cc",
         "src/core/socket_io.cc",
         "src/core/shm.cc",

@@ -9,7 +9,7 @@ const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
-const { checkHandle } = require('./transport/contract');
+const { checkHandle, END_REASONS } = require('./transport/contract');
 const { publicStats } = require('./stats');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
@@ -143,7 +143,7 @@ class Channel extends EventEmitter {
       // Recycled segments whose Buffers were collected: hand them back.
       onsegmentreturn: (ids) => this._returnSegments(ids),
       onwrite: (written) => this._onWritten(written),
-      onend: (status, err) => this._onEnd(status, err),
+      onend: (reason, err, errnoName) => this._onEnd(reason, err, errnoName),
       onconnect: () => this._onConnect(),
       // The protected interface a backend uses instead of Channel's
       // internals (lib/transport/contract.js documents each).
@@ -561,7 +561,7 @@ class Channel extends EventEmitter {
     this._flushScheduled = false;
     if (this._state === 'closed') return;
     const written = this._handle.flush();
-    if (written < 0) {
+    if (typeof written === 'string') {
       this._finish('peer-closed', null, written);
       return;
     }
@@ -916,31 +916,30 @@ class Channel extends EventEmitter {
     else process.emitWarning(err);
   }
 
-  _onEnd(status, err) {
+  // The handle's stream ended: its reason (END_REASONS) becomes the close
+  // reason; a system error is finished by name.
+  _onEnd(reason, err, errnoName) {
     if (this._state === 'closed') return;
-    if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_FRAME_TRUNCATED') {
-      this._finish('truncated', err);
-    } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_RING_CORRUPT') {
-      this._finish('protocol-error', err);
-    } else if (err !== undefined && err !== null && err.code === 'ERR_PROCWIRE_OUT_OF_MEMORY') {
-      this._finish('error', err);
-    } else if (err !== undefined) {
-      this._finish('framing-error', err);
-    } else if (status === 0) {
-      this._finish('peer-closed', null);
-    } else {
-      this._finish('peer-closed', null, status);
+    switch (reason) {
+      case END_REASONS.TRUNCATED: this._finish('truncated', err); break;
+      case END_REASONS.RING_CORRUPT: this._finish('protocol-error', err); break;
+      case END_REASONS.OUT_OF_MEMORY: this._finish('error', err); break;
+      case END_REASONS.MESSAGE_TOO_LARGE:
+      case END_REASONS.SEGMENT_PROTOCOL: this._finish('framing-error', err); break;
+      case END_REASONS.SYSTEM_ERROR: this._finish('peer-closed', null, errnoName || 'EIO'); break;
+      default: this._finish('peer-closed', null);
     }
   }
 
   // Closes the handle and settles everything that waits on the channel.
-  _finish(reason, err, negErrno) {
+  // errnoName: a failed system call's errno name ('EPIPE'), if one ended it.
+  _finish(reason, err, errnoName) {
     if (this._state === 'closed') return;
-    if (negErrno !== undefined && negErrno !== 0 && this._state === 'connecting') {
+    if (errnoName !== undefined && this._state === 'connecting') {
       reason = 'error';
-      err = systemError('ERR_PROCWIRE_CONNECT_FAILED', negErrno, 'connect');
-    } else if (negErrno !== undefined && negErrno !== 0) {
-      const sys = systemError('ERR_PROCWIRE_SOCKET', negErrno, 'socket');
+      err = systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoName, 'connect');
+    } else if (errnoName !== undefined) {
+      const sys = systemError('ERR_PROCWIRE_SOCKET', errnoName, 'socket');
       // A reset or broken pipe is how a crashed peer looks: a close reason,
       // not an error of ours.
       if (sys.syscallCode === 'ECONNRESET' || sys.syscallCode === 'EPIPE') reason = 'peer-reset';

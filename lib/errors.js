@@ -121,17 +121,18 @@ function makeError(code, message, cause, props) {
   return err;
 }
 
-// An error for a failed system call: -errno as returned by the addon.
-function systemError(code, negErrno, syscall, detail) {
+// An error for a failed system call, from its errno's name ('EADDRINUSE'),
+// which is how the addon and Node's own errors report one. `errno` is the
+// positive number for that name on this system, when it has one.
+function systemError(code, errnoName, syscall, detail) {
   const util = require('util');
-  const errno = -negErrno;
-  let name = 'UNKNOWN';
-  try { name = util.getSystemErrorName(negErrno); } catch { /* keep UNKNOWN */ }
-  const map = util.getSystemErrorMap ? util.getSystemErrorMap().get(negErrno) : undefined;
+  const name = typeof errnoName === 'string' && errnoName.length > 0 ? errnoName : 'UNKNOWN';
+  const number = require('os').constants.errno[name];
+  const map = typeof number === 'number' && util.getSystemErrorMap ? util.getSystemErrorMap().get(-number) : undefined;
   const text = map ? map[1] : name;
   const where = detail ? ` ${detail}` : '';
   return makeError(code, `${syscall}${where} failed: ${name} (${text})`, undefined,
-    { errno, syscall, syscallCode: name });
+    { errno: typeof number === 'number' ? number : undefined, syscall, syscallCode: name });
 }
 
 // Node's own codes, for the child_process surface of fork(): there a drop-in

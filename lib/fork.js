@@ -135,7 +135,7 @@ function fork(modulePath, args, options) {
   let childFd = -1;
   if (native) {
     const pair = binding.socketPair();
-    if (typeof pair === 'number') throw systemError('ERR_PROCWIRE_SOCKET', pair, 'socketpair');
+    if (typeof pair === 'string') throw systemError('ERR_PROCWIRE_SOCKET', pair, 'socketpair');
     [parentFd, childFd] = pair;
   }
   // The channel keeps the position 'ipc' had, so child.stdio[n] and the

@@ -16,7 +16,7 @@ const { validateSize, invalidArg } = require('./validate');
 function alloc(size) {
   validateSize(size, 'size', 0, 2 ** 32 - 1);
   const buf = binding.alloc(size);
-  if (typeof buf === 'number') throw errors.systemError('ERR_PROCWIRE_TRANSFER', buf, 'memfd_create');
+  if (typeof buf === 'string') throw errors.systemError('ERR_PROCWIRE_TRANSFER', buf, 'memfd_create');
   return buf;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs the native tests for src/core, idempotently, from any cwd:
 #   1. the GoogleTest suite in test/cpp, under AddressSanitizer + UBSan;
-#   2. the libFuzzer targets fuzz/framer_fuzz.cc and fuzz/ring_fuzz.cc, each
-#      for FUZZ_SECONDS (default 30; 0 only replays the seed corpus) on a
-#      scratch copy of its corpus, so the committed corpus never grows.
+#   2. the libFuzzer targets fuzz/framer_fuzz.cc, fuzz/ring_fuzz.cc and
+#      fuzz/inbound_fuzz.cc, each for FUZZ_SECONDS (default 30; 0 only
+#      replays the seed corpus) on a scratch copy of its corpus, so the
+#      committed corpus never grows.
 # Everything is built in build-cpp/ at the repository root. Exits non-zero
 # on any build failure, test failure, sanitizer report or fuzzer crash.
 #
@@ -127,5 +128,7 @@ run_fuzzer() {
 
 run_fuzzer framer "FrameReader and the V8 payload scan" "$root/src/core/frame_reader.cc" "$root/src/core/v8_scan.cc"
 run_fuzzer ring "the shared-memory ring's reader and writer" "$root/src/core/ring.cc"
+run_fuzzer inbound "the inbound control protocol and descriptor queue" "$root/src/core/inbound.cc" \
+  "$root/src/core/frame_reader.cc" "$root/src/core/socket_io.cc" "$root/src/core/shm.cc"
 
 echo "== native tests passed"

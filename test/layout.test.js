@@ -54,6 +54,63 @@ test('checkHandle() refuses a handle that breaks the contract, with a coded erro
   assert.throws(() => capabilities({ teleport: true }), TypeError);
 });
 
+test('end reasons are defined once in src/core/end_reason.h and named the same in lib/', () => {
+  const { END_REASONS } = require('../lib/transport/contract');
+  const header = fs.readFileSync(path.join(root, 'src/core/end_reason.h'), 'utf8');
+  const names = [...header.match(/kEndReasonNames\[\] = \{([^}]*)\}/)[1].matchAll(/"(\w+)"/g)].map((m) => m[1]);
+  assert.deepStrictEqual(names, Object.values(END_REASONS));
+  if (native.native) assert.deepStrictEqual([...native.binding.endReasons], Object.values(END_REASONS));
+  // No magic end codes are left in the binding.
+  const channel = fs.readFileSync(path.join(root, 'src/binding/native_channel.cc'), 'utf8');
+  assert.doesNotMatch(channel, /-100\d\b/);
+});
+
+// System errors travel by name: nothing in lib/ compares an errno number.
+test('lib/ compares no raw errno numbers', () => {
+  const files = [];
+  (function walk(dir) {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p); else if (e.name.endsWith('.js')) files.push(p);
+    }
+  })(path.join(root, 'lib'));
+  for (const file of files) {
+    const src = fs.readFileSync(file, 'utf8');
+    assert.doesNotMatch(src, /-\s*errno\.[A-Z]|constants\.errno\.[A-Z]|\berrno\.E[A-Z]+/, path.relative(root, file));
+  }
+});
+
+test('the fallback server derives from ServerBase, not from the native Server', () => {
+  const { ServerBase } = require('../lib/transport/server');
+  const { Server } = require('../lib/transport/socket');
+  const { FallbackServer } = require('../lib/transport/fallback');
+  assert.strictEqual(Object.getPrototypeOf(FallbackServer), ServerBase);
+  assert.ok(!(FallbackServer.prototype instanceof Server));
+});
+
+// src/binding/ has one file pair per wrapped object, each on the shared
+// HandleWrap base when it owns libuv handles, and addon.cc only registers.
+test('the binding has one file per wrapped object', () => {
+  const dir = path.join(root, 'src/binding');
+  const wrapped = { native_channel: 'NativeChannel', native_listener: 'NativeListener', framer_wrap: 'FramerWrap' };
+  for (const [file, cls] of Object.entries(wrapped)) {
+    const src = fs.readFileSync(path.join(dir, `${file}.cc`), 'utf8');
+    assert.match(src, new RegExp(`class ${cls}\\b`), `${cls} lives in ${file}.cc`);
+    assert.ok(fs.existsSync(path.join(dir, `${file}.h`)), `${file}.h exists`);
+  }
+  for (const file of ['native_channel', 'native_listener']) {
+    assert.match(fs.readFileSync(path.join(dir, `${file}.cc`), 'utf8'), /final : public HandleWrap/);
+  }
+  const classes = new Map();
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.cc'))) {
+    const src = fs.readFileSync(path.join(dir, f), 'utf8');
+    for (const m of src.matchAll(/^class (Native\w+|\w+Wrap)\b/gm)) classes.set(m[1], f);
+  }
+  assert.deepStrictEqual(new Set(classes.values()).size, classes.size, `one wrapped object per file: ${[...classes]}`);
+  const addon = fs.readFileSync(path.join(dir, 'addon.cc'), 'utf8');
+  assert.doesNotMatch(addon, /^(class|void \w+\(const v8::FunctionCallbackInfo)/m, 'addon.cc only registers');
+});
+
 // Walks lib/'s require() graph from every file; a cycle makes module load
 // order matter and hands some module a half-built exports object.
 test('lib/ has no import cycle', () => {

@@ -237,6 +237,70 @@ test('a segment announcement without descriptors closes only that channel', asyn
   }
 });
 
+// Open descriptors on /dev/null: the stray descriptors these tests send,
+// counted apart from the sockets and rings that come and go meanwhile.
+function devNullFds() {
+  let n = 0;
+  for (const e of fs.readdirSync('/proc/self/fd')) {
+    try { if (fs.readlinkSync(`/proc/self/fd/${e}`) === '/dev/null') n++; } catch { /* closed meanwhile */ }
+  }
+  return n;
+}
+
+// A plain advanced frame (u32 big-endian length, then V8's payload).
+function rawFrame(value) {
+  const payload = require('v8').serialize(value);
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(payload.length);
+  return Buffer.concat([header, payload]);
+}
+
+test('descriptors no frame claims are closed once the read is whole; the channel goes on', { timeout: 10_000 }, async () => {
+  const p = await namedPair();
+  try {
+    const nullsBefore = devNullFds();
+    const fd = fs.openSync('/dev/null', 'r');
+    // A message that is no NODE_HANDLE and follows no announcement: the
+    // descriptor riding on it is claimed by nothing.
+    p.client._sendRaw(rawFrame({ stray: 1 }), [fd]);
+    fs.closeSync(fd);
+    const [m] = await once(p.serverSide, 'message');
+    assert.deepStrictEqual(m, { stray: 1 });
+    p.client.send({ after: true });
+    const [after] = await once(p.serverSide, 'message');
+    assert.deepStrictEqual(after, { after: true });
+    assert.strictEqual(devNullFds(), nullsBefore, 'the unclaimed descriptor was closed');
+    assert.strictEqual(p.serverSide.connected, true);
+  } finally {
+    p.close();
+  }
+});
+
+test('a second segment announcement before its message closes the channel', { timeout: 10_000 }, async () => {
+  const p = await namedPair();
+  try {
+    const nullsBefore = devNullFds();
+    const errors = [];
+    p.serverSide.on('error', (err) => errors.push(err.code));
+    const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
+    const fd = fs.openSync('/dev/null', 'r');
+    const control = Buffer.from([0, 0, 0, 2, 0xfe, 1]);
+    p.client._sendRaw(control, [fd]);
+    p.client._sendRaw(control, [fd]);
+    fs.closeSync(fd);
+    const [reason, err] = await closed;
+    assert.strictEqual(reason, 'framing-error');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
+    assert.match(err.message, /followed another/);
+    assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT']);
+    // The closed channel's native half goes after its close callback.
+    await new Promise((r) => setTimeout(r, 50));
+    assert.strictEqual(devNullFds(), nullsBefore, 'both announced descriptors were closed');
+  } finally {
+    p.close();
+  }
+});
+
 test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { timeout: 120_000 }, async () => {
   const shmBefore = shmEntries();
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', outOfLine: 'always', serialization: 'advanced' });

@@ -15,7 +15,6 @@ const net = require('net');
 const codec = require('./codec');
 const { JsFramer } = require('./framer');
 const { StreamHandle } = require('../transport/stream');
-const { errno } = require('os').constants;
 
 function setup(Buffer, makeError) {
   codec.setup(Buffer, makeError);
@@ -90,12 +89,13 @@ function closeFd(fd) {
 
 // libuv makes an inherited descriptor non-blocking when it opens it.
 function setBlocking() {
-  return 0;
+  return true;
 }
 
-// SO_PEERCRED has no JavaScript API.
+// SO_PEERCRED has no JavaScript API: the errno name, as the addon reports a
+// failed call.
 function peerCredentials() {
-  return -errno.ENOSYS;
+  return 'ENOSYS';
 }
 
 module.exports = {

@@ -10,8 +10,8 @@
 //                       message (throws a coded error, queuing nothing, if
 //                       it cannot be encoded)
 //   writeBuffer(bytes[, fds]) -> total bytes queued; a pre-built frame
-//   flush()          -> total bytes written so far, or -errno (the socket
-//                       failed; Channel closes)
+//   flush()          -> total bytes written so far, or an errno name such
+//                       as 'EPIPE' (the socket failed; Channel closes)
 //   readStart(), readStop()   start / stop delivering onread
 //   ref(), unref()            keep / stop keeping the event loop alive
 //   close()                   release everything; no callback after it
@@ -34,8 +34,11 @@
 //       frameBytes: the batch's bytes; fds: [index, fd, ...] descriptors that
 //       came with messages[index]
 //   onwrite(totalWritten)     bytes the transport has taken since the start
-//   onend(status, err)        the stream ended: status 0 or -errno; err a
-//                             coded framing error (Channel closes)
+//   onend(reason, err, errnoName)  the stream ended (Channel closes):
+//                             reason one of END_REASONS; err the coded
+//                             error that goes with it, if any; errnoName
+//                             ('ECONNRESET', ...) with 'systemError'.
+//                             System errors are named, never numbered.
 //   onconnect()               a connecting handle is connected
 //   onrequest(id, body)       capability `requests`: the peer asks
 //   onresponse(id, ok, bodyOrError)  capability `requests`: the peer's reply,
@@ -54,6 +57,8 @@
 //   requests     native request/reply (writeRequest/writeResponse)
 
 const { invalidArg } = require('../validate');
+// onend's reasons (end-reasons.js), re-exported as part of the contract.
+const { END_REASONS } = require('./end-reasons');
 
 const CAPABILITY_NAMES = Object.freeze(['descriptors', 'segments', 'handles', 'rings', 'requests']);
 const REQUIRED_METHODS = Object.freeze(['write', 'writeBuffer', 'flush', 'readStart', 'readStop', 'ref', 'unref',
@@ -96,4 +101,4 @@ function checkHandle(handle, transport) {
   return caps;
 }
 
-module.exports = { CAPABILITY_NAMES, REQUIRED_METHODS, NO_CAPABILITIES, capabilities, checkHandle };
+module.exports = { CAPABILITY_NAMES, REQUIRED_METHODS, NO_CAPABILITIES, END_REASONS, capabilities, checkHandle };

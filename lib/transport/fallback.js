@@ -23,11 +23,11 @@ const { makeError, systemError } = require('../errors');
 const { invalidArg } = require('../validate');
 const auth = require('../auth');
 const { JsStreamHandle } = require('../fallback/binding');
-const { listenArguments, setReady } = require('./server');
+const { ServerBase, listenArguments, setReady } = require('./server');
 const {
-  Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
+  resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
+  initSocketServer, socketServerAddress,
 } = require('./socket');
-const { errno } = require('os').constants;
 
 const MAX_UNIX_PATH = 107;
 
@@ -36,11 +36,9 @@ function streamHandle(socket, callbacks, options) {
   return new JsStreamHandle(socket, callbacks, options);
 }
 
-// -errno of a Node system error, for systemError()'s message.
-function statusOf(err) {
-  if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
-  if (err && typeof err.code === 'string' && typeof errno[err.code] === 'number') return -errno[err.code];
-  return -errno.EIO;
+// The errno name of a Node system error, for systemError().
+function errnoNameOf(err) {
+  return err && typeof err.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : 'EIO';
 }
 
 function tooLong(file) {
@@ -70,7 +68,20 @@ function probeUnix(file) {
   });
 }
 
-class FallbackServer extends Server {
+// A unix/TCP server on net.Server: the same state, hello and admission as
+// the native one (socket.js), its own I/O.
+class FallbackServer extends ServerBase {
+  constructor(address, options) {
+    super();
+    initSocketServer(this, address, options);
+    this._netServer = null;
+    this._unrefed = false;
+  }
+
+  address() {
+    return socketServerAddress(this);
+  }
+
   // Binds the net.Server; rejects with a coded ERR_PROCWIRE_LISTEN_FAILED.
   async _listenNet(host) {
     const a = this._address;
@@ -89,7 +100,7 @@ class FallbackServer extends Server {
       }
     } catch (err) {
       srv.close();
-      throw systemError('ERR_PROCWIRE_LISTEN_FAILED', statusOf(err), 'listen', a.kind === 'tcp' ? `${host}:${a.port}` : a.path);
+      throw systemError('ERR_PROCWIRE_LISTEN_FAILED', errnoNameOf(err), 'listen', a.kind === 'tcp' ? `${host}:${a.port}` : a.path);
     }
     srv.on('error', (err) => this._report(makeError('ERR_PROCWIRE_SOCKET', err.message, err)));
     this._netServer = srv;
@@ -227,14 +238,14 @@ async function connect(target, options) {
     netOptions = { host, port: address.port };
   } else {
     where = address.path;
-    if (tooLong(address.path)) throw systemError('ERR_PROCWIRE_CONNECT_FAILED', -errno.ENAMETOOLONG, 'connect', where);
+    if (tooLong(address.path)) throw systemError('ERR_PROCWIRE_CONNECT_FAILED', 'ENAMETOOLONG', 'connect', where);
     netOptions = { path: address.abstract ? `\0${address.path}` : address.path };
   }
   const socket = net.connect({ ...netOptions, allowHalfOpen: true });
   await new Promise((resolve, reject) => {
     const onError = (err) => {
       socket.destroy();
-      reject(systemError('ERR_PROCWIRE_CONNECT_FAILED', statusOf(err), 'connect', where));
+      reject(systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoNameOf(err), 'connect', where));
     };
     socket.once('error', onError);
     socket.once('connect', () => {

@@ -37,7 +37,7 @@ const codecs = require('../codec');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_HELLO_TIMEOUT, NATS_CONTROL_HEADER, NATS_ERROR_HEADER } = require('../protocol');
-const { capabilities } = require('./contract');
+const { capabilities, END_REASONS } = require('./contract');
 const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
 const { ServerBase, listenArguments } = require('./server');
 
@@ -468,7 +468,7 @@ class NatsHandle {
   _peerLost() {
     if (this._closed || this._peerGone) return;
     this._peerGone = true;
-    if (this._cb) this._cb.onend(0);
+    if (this._cb) this._cb.onend(END_REASONS.END_OF_STREAM);
   }
 
   _onMessage(err, msg) {

@@ -1,19 +1,73 @@
 'use strict';
 // ServerBase: what every listener shares, whatever its transport (native
-// unix/TCP sockets, TLS, NATS): the set of open channels, the 'channel'
-// event, errors without a listener as warnings, an idempotent close() and
-// the `ready` promise listen() returns on the server. A backend's server
-// extends it and supplies _stop() (release the listening resource) and,
-// when it has one, _refListener(on).
+// unix/TCP sockets, TLS, NATS, the fallback): the set of open channels, the
+// 'channel' event, admission after the hello for servers with a secret,
+// errors without a listener as warnings, an idempotent close() and the
+// `ready` promise listen() returns on the server. A backend's server extends
+// it and supplies _stop() (release the listening resource) and, when it has
+// one, _refListener(on).
 
 const EventEmitter = require('events');
-const { invalidArg, validateObject } = require('../validate');
+const auth = require('../auth');
+const { makeError } = require('../errors');
+const { invalidArg, validateObject, validateSize } = require('../validate');
+const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
+
+// Connections a server lets wait for their hello at once; past it the one
+// that has waited longest is closed (and reported as 'reject'), so a crowd of
+// silent peers costs a bounded amount.
+const DEFAULT_MAX_PENDING_HELLOS = 128;
 
 class ServerBase extends EventEmitter {
   constructor() {
     super();
     this._closed = false;
     this.channels = new Set();
+    this._secret = null;
+  }
+
+  // A server whose peers must prove a shared secret first (null: none):
+  // _admit() then runs the hello, bounded by options.helloTimeout and
+  // options.maxPendingHellos, before the channel is accepted.
+  _setupHello(secret, options) {
+    this._secret = secret;
+    this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
+      2 ** 31 - 1);
+    // Channels whose hello is still running, oldest first.
+    this._pending = new Set();
+  }
+
+  // Nothing the peer sends is delivered, and the user never sees the
+  // channel, until the peer proves it knows the secret.
+  _admit(channel) {
+    if (this._secret === null) {
+      this._accept(channel);
+      return;
+    }
+    // At the cap, the connection that has waited longest goes: an honest
+    // client finishes its hello in a round trip, so evicting the oldest
+    // keeps serving it while silent peers only push each other out.
+    if (this._pending.size >= this._maxPendingHellos) {
+      const oldest = this._pending.values().next().value;
+      this._pending.delete(oldest);
+      oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
+        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
+    }
+    this._pending.add(channel);
+    const quiet = () => {};
+    channel.on('error', quiet);
+    auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
+      () => {
+        this._pending.delete(channel);
+        channel.off('error', quiet);
+        if (this._closed) channel.destroy(); else this._accept(channel);
+      },
+      (err) => {
+        this._pending.delete(channel);
+        channel.destroy();
+        this.emit('reject', err);
+      });
   }
 
   // An admitted channel: tracked until it closes, then handed to the user.

@@ -17,14 +17,8 @@ const auth = require('../auth');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 
-// Connections a server lets wait for their hello at once; past it the one
-// that has waited longest is closed (and reported as 'reject'), so a crowd of
-// silent peers costs a bounded amount.
-const DEFAULT_MAX_PENDING_HELLOS = 128;
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
-// The binding reports system errors as -errno; they are compared by name.
-const { errno } = os.constants;
 
 // Which secret a listener or connector uses, or null for none:
 //   options.auth === false        no handshake (explicitly insecure);
@@ -138,38 +132,46 @@ function channelOptions(options, address) {
   };
 }
 
+// The state every unix/TCP server keeps, whatever does its I/O (the addon
+// here, net.Server in the fallback backend): the address, options, the
+// hello's secret and limits, and the uids a unix peer may have. Throws a
+// coded error for anything listen() would not have made.
+function initSocketServer(server, address, options) {
+  if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
+    throw invalidArg('Server is made by listen(address[, options][, onChannel])');
+  }
+  options = validateObject(options, 'options');
+  server._address = address;
+  server._options = options;
+  server._boundPort = null;
+  server._keyFile = null;
+  server._setupHello(secretFor(address, options, 'server'), options);
+  const uid = process.getuid();
+  server._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
+  if (!Array.isArray(server._allowedUids) && server._allowedUids !== '*') {
+    throw invalidArg('options.allowUids must be an array of uids or "*"');
+  }
+}
+
+// server.address() of a unix/TCP server.
+function socketServerAddress(server) {
+  if (server._address.kind === 'tcp') return { host: server._host, port: server._boundPort };
+  return { path: server._address.path, abstract: server._address.abstract };
+}
+
 class Server extends ServerBase {
   // Made by listen(); called from user code with anything else, it throws a
   // coded error.
   constructor(address, options) {
     super();
-    if (address === null || typeof address !== 'object' || (address.kind !== 'unix' && address.kind !== 'tcp')) {
-      throw invalidArg('Server is made by listen(address[, options][, onChannel])');
-    }
-    options = validateObject(options, 'options');
-    this._address = address;
-    this._options = options;
+    initSocketServer(this, address, options);
     this._listener = null;
-    this._boundPort = null;
-    this._secret = secretFor(address, options, 'server');
-    this._keyFile = null;
-    this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
-    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
-      2 ** 31 - 1);
-    // Channels whose hello is still running, oldest first.
-    this._pending = new Set();
     this._lastAcceptError = 0;
     this._suppressedAcceptErrors = 0;
-    const uid = process.getuid();
-    this._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
-    if (!Array.isArray(this._allowedUids) && this._allowedUids !== '*') {
-      throw invalidArg('options.allowUids must be an array of uids or "*"');
-    }
   }
 
   address() {
-    if (this._address.kind === 'tcp') return { host: this._host, port: this._boundPort };
-    return { path: this._address.path, abstract: this._address.abstract };
+    return socketServerAddress(this);
   }
 
   _listenNow(host) {
@@ -178,15 +180,15 @@ class Server extends ServerBase {
     const backlog = this._options.backlog || 511;
     if (a.kind === 'tcp') {
       const r = binding.listenTcp(host, a.port, backlog);
-      if (typeof r === 'number') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
+      if (typeof r === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
       [fd, this._boundPort] = r;
       this._host = host;
     } else {
       fd = binding.listenUnix(a.path, a.abstract, backlog);
-      if (fd === -errno.EADDRINUSE && !a.abstract && this._removeIfStale(a.path)) {
+      if (fd === 'EADDRINUSE' && !a.abstract && this._removeIfStale(a.path)) {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
-      if (fd < 0) throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
+      if (typeof fd === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
       // Remembered so close() removes this server's file only, not one a
       // later server bound after ours was deleted.
       if (!a.abstract) this._socketIno = inodeOf(a.path);
@@ -212,11 +214,11 @@ class Server extends ServerBase {
   // be replaced. A live one is not touched.
   _removeIfStale(file) {
     const r = binding.connectUnix(file, false);
-    if (typeof r !== 'number') {
+    if (typeof r !== 'string') {
       binding.closeFd(r[0]);
       return false;
     }
-    if (r !== -errno.ECONNREFUSED) return false;
+    if (r !== 'ECONNREFUSED') return false;
     try {
       if (!fs.lstatSync(file).isSocket()) return false;
       fs.unlinkSync(file);
@@ -227,7 +229,7 @@ class Server extends ServerBase {
   }
 
   _onConnections(fds, error) {
-    if (error < 0) this._reportAcceptError(error);
+    if (error !== undefined) this._reportAcceptError(error);
     for (const fd of fds) {
       if (this._closed) {
         binding.closeFd(fd);
@@ -236,11 +238,11 @@ class Server extends ServerBase {
       let peer = null;
       if (this._address.kind === 'unix') {
         const cred = binding.peerCredentials(fd);
-        if (typeof cred !== 'number') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
-        // Without SO_PEERCRED (the JS fallback answers -ENOSYS) the socket
+        if (typeof cred !== 'string') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
+        // Without SO_PEERCRED (the JS fallback answers ENOSYS) the socket
         // file's 0600 mode is what admits only this user, so the default
         // same-uid policy holds; an explicit allow-list cannot be checked.
-        const unverifiable = cred === -errno.ENOSYS && this._options.allowUids === undefined;
+        const unverifiable = cred === 'ENOSYS' && this._options.allowUids === undefined;
         if (this._allowedUids !== '*' && !unverifiable && (peer === null || !this._allowedUids.includes(peer.uid))) {
           binding.closeFd(fd);
           this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
@@ -267,38 +269,6 @@ class Server extends ServerBase {
     const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
       suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
     this._report(err);
-  }
-
-  // Nothing the peer sends is delivered, and the user never sees the
-  // channel, until the peer proves it knows the secret.
-  _admit(channel) {
-    if (this._secret === null) {
-      this._accept(channel);
-      return;
-    }
-    // At the cap, the connection that has waited longest goes: an honest
-    // client finishes its hello in a round trip, so evicting the oldest
-    // keeps serving it while silent peers only push each other out.
-    if (this._pending.size >= this._maxPendingHellos) {
-      const oldest = this._pending.values().next().value;
-      this._pending.delete(oldest);
-      oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
-        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
-    }
-    this._pending.add(channel);
-    const quiet = () => {};
-    channel.on('error', quiet);
-    auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
-      () => {
-        this._pending.delete(channel);
-        channel.off('error', quiet);
-        if (this._closed) channel.destroy(); else this._accept(channel);
-      },
-      (err) => {
-        this._pending.delete(channel);
-        channel.destroy();
-        this.emit('reject', err);
-      });
   }
 
   // close() (ServerBase) stops accepting and removes the socket file.
@@ -366,7 +336,7 @@ async function connect(target, options) {
     where = address.path;
     r = binding.connectUnix(address.path, address.abstract);
   }
-  if (typeof r === 'number') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
+  if (typeof r === 'string') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
   const [fd, inProgress] = r;
   const channel = new Channel(fd, {
     ...channelOptions(options, address), connecting: inProgress, transport: address.kind,
@@ -403,6 +373,7 @@ module.exports = {
   listen, connect, Server, resolveAddress, channelDirectory,
   // For the backends built on this one (tls.js).
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
-  // Socket-file identity, shared with the fallback backend.
-  inodeOf, unlinkIfSame,
+  // Shared with the fallback backend: socket-file identity, the unix/TCP
+  // server's state and address.
+  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress,
 };

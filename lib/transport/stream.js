@@ -21,16 +21,18 @@ const { makeError } = require('../errors');
 const { FORMATS, formatById, framingBytes } = require('../codec/formats');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
-const { errno } = require('os').constants;
+const { END_REASONS } = require('./end-reasons');
 
-// -errno for a stream error: Node's system errors carry a negative errno.
-function statusOf(err) {
-  if (err && typeof err.errno === 'number' && err.errno < 0) return err.errno;
-  if (err && typeof err.code === 'string') {
-    const n = errno[err.code];
-    if (typeof n === 'number') return -n;
-  }
-  return -errno.EIO;
+// The errno name of a stream error: Node's system errors carry it in code.
+function errnoNameOf(err) {
+  return err && typeof err.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : 'EIO';
+}
+
+// The end reason that goes with a coded error from the framer.
+function reasonOf(err) {
+  if (err.code === 'ERR_PROCWIRE_FRAME_TRUNCATED') return END_REASONS.TRUNCATED;
+  if (err.code === 'ERR_PROCWIRE_OUT_OF_MEMORY') return END_REASONS.OUT_OF_MEMORY;
+  return END_REASONS.MESSAGE_TOO_LARGE;
 }
 
 class StreamHandle {
@@ -94,9 +96,9 @@ class StreamHandle {
     }
     const listeners = {
       data: (chunk) => this._onData(chunk),
-      end: () => this._end(0),
-      error: (err) => this._end(statusOf(err)),
-      close: () => this._end(0),
+      end: () => this._end(),
+      error: (err) => this._end(undefined, errnoNameOf(err)),
+      close: () => this._end(),
       connect: () => this._onConnect(),
     };
     this._listeners = listeners;
@@ -145,21 +147,23 @@ class StreamHandle {
       this._cb.onread(messages, errors, 0, 0, frameBytes);
       if (this._closed) return;
     }
-    if (fatal !== undefined) this._end(0, fatal);
+    if (fatal !== undefined) this._end(fatal);
   }
 
-  // The stream ended (0), failed (-errno) or was found corrupt (err): once.
-  _end(status, err) {
+  // The stream ended, failed (errnoName) or was found corrupt (err): once.
+  _end(err, errnoName) {
     if (this._ended || this._closed) return;
     this._keepAlive(false);
-    if (status === 0 && err === undefined && this._framer.buffering() > 0) {
+    if (err === undefined && errnoName === undefined && this._framer.buffering() > 0) {
       // The peer closed in the middle of a frame: say a message was lost.
       err = makeError('ERR_PROCWIRE_FRAME_TRUNCATED',
         `the peer closed the stream in the middle of a frame: ${this._framer.buffering()} bytes of a partial message were lost`);
     }
     this._ended = true;
     if (this._stream !== null) this._stream.pause();
-    this._cb.onend(status, err);
+    if (err !== undefined) this._cb.onend(reasonOf(err), err);
+    else if (errnoName !== undefined) this._cb.onend(END_REASONS.SYSTEM_ERROR, undefined, errnoName);
+    else this._cb.onend(END_REASONS.END_OF_STREAM);
   }
 
   // The largest payload accepted from now on (see NativeChannel's). false:

@@ -21,6 +21,14 @@ Local<String> OneByteString(Isolate* isolate, const char* s) {
       .ToLocalChecked();
 }
 
+Local<String> ErrnoName(Isolate* isolate, int error) {
+  // libuv's error codes are -errno on Unix; it names the ones Node knows
+  // (and writes "Unknown system error N" for others).
+  char name[64];
+  uv_err_name_r(-error, name, sizeof(name));
+  return String::NewFromUtf8(isolate, name).ToLocalChecked();
+}
+
 MaybeLocal<Value> MakeCodedError(AddonData* data, Local<Context> context, const char* code,
                                  const char* message, Local<Value> cause) {
   Isolate* isolate = data->isolate;

@@ -71,6 +71,10 @@ void ThrowCodedError(AddonData* data, v8::Local<v8::Context> context, const char
 
 v8::Local<v8::String> OneByteString(v8::Isolate* isolate, const char* s);
 
+// A failed system call reaches JavaScript as its errno's name ("EPIPE"),
+// never as a number: error is a positive errno (src/core returns -errno).
+v8::Local<v8::String> ErrnoName(v8::Isolate* isolate, int error);
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_ADDON_DATA_H_

@@ -87,13 +87,16 @@ std::string StringArg(Isolate* isolate, Local<Value> v) {
   return std::string(*s, s.length());
 }
 
-// socketPair() -> [parentFd, childFd] or -errno
+// Every function here that can fail returns its result or, for a failed
+// system call, the errno's name (a string: "EADDRINUSE"); see ErrnoName.
+
+// socketPair() -> [parentFd, childFd] or an errno name
 void SocketPair(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   int fds[2];
   const int r = MakeSocketPair(fds);
   if (r < 0) {
-    args.GetReturnValue().Set(r);
+    args.GetReturnValue().Set(ErrnoName(isolate, -r));
     return;
   }
   Local<Value> pair[] = {Integer::New(isolate, fds[0]), Integer::New(isolate, fds[1])};
@@ -105,32 +108,43 @@ void CloseFdJs(const FunctionCallbackInfo<Value>& args) {
   CloseFd(args[0].As<Integer>()->Value());
 }
 
+// setBlocking(fd, blocking) -> true or an errno name
 void SetBlocking(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsInt32());
-  args.GetReturnValue().Set(SetNonBlocking(args[0].As<Integer>()->Value(), !args[1]->IsTrue()));
+  const int r = SetNonBlocking(args[0].As<Integer>()->Value(), !args[1]->IsTrue());
+  if (r < 0) {
+    args.GetReturnValue().Set(ErrnoName(args.GetIsolate(), -r));
+    return;
+  }
+  args.GetReturnValue().Set(true);
 }
 
-// listenUnix(path, abstract, backlog) -> fd or -errno
+// listenUnix(path, abstract, backlog) -> fd or an errno name
 void ListenUnixJs(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[2]->IsInt32());
-  args.GetReturnValue().Set(
-      ListenUnix(StringArg(args.GetIsolate(), args[0]), args[1]->IsTrue(), args[2].As<Integer>()->Value()));
+  const int fd =
+      ListenUnix(StringArg(args.GetIsolate(), args[0]), args[1]->IsTrue(), args[2].As<Integer>()->Value());
+  if (fd < 0) {
+    args.GetReturnValue().Set(ErrnoName(args.GetIsolate(), -fd));
+    return;
+  }
+  args.GetReturnValue().Set(fd);
 }
 
-// connectUnix(path, abstract) -> [fd, inProgress] or -errno
+// connectUnix(path, abstract) -> [fd, inProgress] or an errno name
 void ConnectUnixJs(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   bool in_progress = false;
   const int fd = ConnectUnix(StringArg(isolate, args[0]), args[1]->IsTrue(), &in_progress);
   if (fd < 0) {
-    args.GetReturnValue().Set(fd);
+    args.GetReturnValue().Set(ErrnoName(isolate, -fd));
     return;
   }
   Local<Value> out[] = {Integer::New(isolate, fd), v8::Boolean::New(isolate, in_progress)};
   args.GetReturnValue().Set(Array::New(isolate, out, 2));
 }
 
-// listenTcp(host, port, backlog) -> [fd, port] or -errno
+// listenTcp(host, port, backlog) -> [fd, port] or an errno name
 void ListenTcpJs(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   CHECK(args[1]->IsInt32() && args[2]->IsInt32());
@@ -138,35 +152,35 @@ void ListenTcpJs(const FunctionCallbackInfo<Value>& args) {
   const int fd = ListenTcp(StringArg(isolate, args[0]), args[1].As<Integer>()->Value(),
                            args[2].As<Integer>()->Value(), &port);
   if (fd < 0) {
-    args.GetReturnValue().Set(fd);
+    args.GetReturnValue().Set(ErrnoName(isolate, -fd));
     return;
   }
   Local<Value> out[] = {Integer::New(isolate, fd), Integer::New(isolate, port)};
   args.GetReturnValue().Set(Array::New(isolate, out, 2));
 }
 
-// connectTcp(host, port) -> [fd, inProgress] or -errno
+// connectTcp(host, port) -> [fd, inProgress] or an errno name
 void ConnectTcpJs(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   CHECK(args[1]->IsInt32());
   bool in_progress = false;
   const int fd = ConnectTcp(StringArg(isolate, args[0]), args[1].As<Integer>()->Value(), &in_progress);
   if (fd < 0) {
-    args.GetReturnValue().Set(fd);
+    args.GetReturnValue().Set(ErrnoName(isolate, -fd));
     return;
   }
   Local<Value> out[] = {Integer::New(isolate, fd), v8::Boolean::New(isolate, in_progress)};
   args.GetReturnValue().Set(Array::New(isolate, out, 2));
 }
 
-// peerCredentials(fd) -> [pid, uid, gid] or -errno
+// peerCredentials(fd) -> [pid, uid, gid] or an errno name
 void PeerCredentialsJs(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   CHECK(args[0]->IsInt32());
   PeerCredentials cred;
   const int r = GetPeerCredentials(args[0].As<Integer>()->Value(), &cred);
   if (r < 0) {
-    args.GetReturnValue().Set(r);
+    args.GetReturnValue().Set(ErrnoName(isolate, -r));
     return;
   }
   Local<Value> out[] = {Integer::New(isolate, cred.pid), Integer::New(isolate, cred.uid),
@@ -174,7 +188,7 @@ void PeerCredentialsJs(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(Array::New(isolate, out, 3));
 }
 
-// alloc(size) -> Buffer over a fresh shared-memory segment, or -errno.
+// alloc(size) -> Buffer over a fresh shared-memory segment, or an errno name.
 void Alloc(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   CHECK(args[0]->IsNumber());
@@ -185,7 +199,7 @@ void Alloc(const FunctionCallbackInfo<Value>& args) {
   if (AllocateSegmentBuffer(isolate, static_cast<size_t>(size), &error).ToLocal(&buf)) {
     args.GetReturnValue().Set(buf);
   } else {
-    args.GetReturnValue().Set(-error);
+    args.GetReturnValue().Set(ErrnoName(isolate, error != 0 ? error : ENOMEM));
   }
 }
 

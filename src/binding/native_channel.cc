@@ -14,7 +14,10 @@
 #include <vector>
 
 #include "../core/channel_stats.h"
+#include "../core/end_reason.h"
 #include "../core/frame_reader.h"
+#include "../core/inbound.h"
+#include "../core/protocol.h"
 #include "../core/socket_io.h"
 #include "../core/write_queue.h"
 #include "codec.h"
@@ -44,13 +47,6 @@ using v8::Value;
 
 namespace {
 
-// Why a read loop ended, besides end of stream (0) and a failed system call
-// (-errno): values below every errno, each reported with its own coded error.
-constexpr int kEndFramingError = -1000;
-constexpr int kEndSegmentProtocol = -1001;
-constexpr int kEndTruncated = -1002;
-constexpr int kEndRingCorrupt = -1003;
-
 // Reads per wake-up, and bytes, before yielding to the rest of the loop, so
 // one busy peer cannot starve other handles.
 constexpr int kMaxReadsPerWake = 32;
@@ -58,20 +54,11 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
-// Received descriptors waiting for the frame that claims them (a segment
-// announcement, or a NODE_HANDLE message on channels that take handles).
-// They only wait while that frame is still incomplete; a peer that gets more
-// than this many in flight that way is broken or hostile.
-constexpr size_t kMaxPendingFds = 256;
-// First payload byte of the control frame that announces a message's
-// segments: [0xFE][count]. Never a valid V8 payload (those start with 0xFF),
-// and only exchanged between procwire peers with out-of-line sending on.
-constexpr uint8_t kSegmentsControlByte = 0xFE;
-// First payload byte of the ring set-up control frame, [0xFD][1], which
-// carries the sender's outbound ring (memfd) and its eventfd. Only sent to a
-// peer that announced `rings` in its capabilities.
-constexpr uint8_t kRingControlByte = 0xFD;
-constexpr uint8_t kRingSetupVersion = 1;
+// The control frames' first bytes (docs/protocol.md): [0xFE][n] announces a
+// message's segments, [0xFD][1] sets up the sender's ring.
+using protocol::kRingControlByte;
+using protocol::kRingSetupVersion;
+using protocol::kSegmentsControlByte;
 // Ring records delivered per wake-up before yielding to the rest of the loop.
 constexpr int kMaxRingRecordsPerWake = 4096;
 
@@ -106,6 +93,7 @@ class NativeChannel final : public HandleWrap {
         on_return->IsFunction()) {
       on_segment_return_.Reset(isolate, on_return.As<Function>());
     }
+    if (ool_enabled_) inbound_.AcceptSegments();
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
     AttachUvHandle(reinterpret_cast<uv_handle_t*>(&poll_));
     UpdatePoll();
@@ -271,7 +259,7 @@ class NativeChannel final : public HandleWrap {
     CHECK_NOT_NULL(self);
     const int err = self->DoFlush();
     if (err != 0) {
-      args.GetReturnValue().Set(static_cast<double>(-err));
+      args.GetReturnValue().Set(ErrnoName(args.GetIsolate(), err));
       return;
     }
     args.GetReturnValue().Set(self->TotalWritten());
@@ -287,7 +275,7 @@ class NativeChannel final : public HandleWrap {
   static void AcceptHandles(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
-    self->handles_enabled_ = true;
+    self->inbound_.AcceptHandles();
   }
 
   // enableSegmentPool(maxBytes, maxCount): the peer takes recycled segments
@@ -317,6 +305,7 @@ class NativeChannel final : public HandleWrap {
     if (self->received_pool_ != nullptr || !self->ool_enabled_ || self->closing_ || !args[0]->IsNumber()) return;
     const double max_mapped = args[0].As<Number>()->Value();
     if (!(max_mapped >= 0)) return;
+    self->inbound_.AcceptPooledSegments();
     self->received_pool_.reset(new ReceivedSegmentPool(
         self->data_->loop, [self](std::vector<uint32_t>& ids) { self->OnSegmentsFree(ids); },
         max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
@@ -420,7 +409,7 @@ class NativeChannel final : public HandleWrap {
   static void AllowRings(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
-    self->rings_allowed_ = true;
+    self->inbound_.AcceptRings();
   }
 
   // enableRings() -> total bytes ever queued: the peer announced `rings`;
@@ -545,7 +534,6 @@ class NativeChannel final : public HandleWrap {
 
   void ReleaseV8Handles() override {
     if (block_ != nullptr) block_->ReleaseArrayBuffer();
-    next_segments_.clear();
     on_read_.Reset();
     on_write_.Reset();
     on_end_.Reset();
@@ -663,15 +651,18 @@ class NativeChannel final : public HandleWrap {
       if (self->connecting_) {
         // SO_ERROR was consumed above; a failed connect reports it here.
         self->connecting_ = false;
-        self->End(so_error != 0 ? -so_error : -ECONNREFUSED, Local<Value>());
+        self->End(EndReason::kSystemError, Local<Value>(), so_error != 0 ? -so_error : ECONNREFUSED);
         return;
       }
-      const int end = so_error != 0 ? -so_error : 0;
-      if ((end == 0 || end == -ECONNRESET) && self->reader_.buffered() > 0) {
+      if ((so_error == 0 || so_error == -ECONNRESET) && self->reader_.buffered() > 0) {
         self->EndTruncated(context);
         return;
       }
-      self->End(end, Local<Value>());
+      if (so_error == 0) {
+        self->End(EndReason::kEndOfStream, Local<Value>());
+      } else {
+        self->End(EndReason::kSystemError, Local<Value>(), -so_error);
+      }
       return;
     }
     if (self->connecting_) {
@@ -682,7 +673,7 @@ class NativeChannel final : public HandleWrap {
       const int err = self->DoFlush();
       if (self->closing_) return;
       if (err != 0) {
-        self->End(-err, Local<Value>());
+        self->End(EndReason::kSystemError, Local<Value>(), err);
         return;
       }
       Local<Value> argv[] = {Number::New(isolate, self->TotalWritten())};
@@ -704,7 +695,7 @@ class NativeChannel final : public HandleWrap {
     const int err = SocketError(fd_);
     connecting_ = false;
     if (err != 0) {
-      End(-err, Local<Value>());
+      End(EndReason::kSystemError, Local<Value>(), -err);
       return;
     }
     UpdatePoll();
@@ -714,7 +705,7 @@ class NativeChannel final : public HandleWrap {
     if (closing_) return;
     // Sends made while connecting go out now.
     const int werr = DoFlush();
-    if (werr != 0) End(-werr, Local<Value>());
+    if (werr != 0) End(EndReason::kSystemError, Local<Value>(), werr);
   }
 
   // Allocation failure anywhere in the read path (the read block, the
@@ -731,7 +722,7 @@ class NativeChannel final : public HandleWrap {
                .ToLocal(&err)) {
         return;
       }
-      End(0, err);
+      End(EndReason::kOutOfMemory, err);
     }
   }
 
@@ -744,7 +735,11 @@ class NativeChannel final : public HandleWrap {
     std::vector<Local<Value>> errors;
     // Pairs (index in messages, descriptor) for NODE_HANDLE messages.
     std::vector<Local<Value>> handle_fds;
-    int end_status = 1;  // 1: still open; 0: end of stream; <0: -errno.
+    // How this wake-up ended the stream, if it did; sys_error goes with
+    // kSystemError.
+    bool open = true;
+    EndReason reason = EndReason::kEndOfStream;
+    int sys_error = 0;
     size_t bytes_this_wake = 0;
     std::vector<int> fds;
 
@@ -754,7 +749,7 @@ class NativeChannel final : public HandleWrap {
       if (tail.size >= kDirectReadThreshold) {
         r = ReceiveWithFds(fd_, tail.data, tail.size, &fds);
         counters_.read_calls++;
-        AdoptFds(&fds);
+        inbound_.Receive(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -777,7 +772,7 @@ class NativeChannel final : public HandleWrap {
         }
         r = ReceiveWithFds(fd_, block_->data(), kReadBufferSize, &fds);
         counters_.read_calls++;
-        AdoptFds(&fds);
+        inbound_.Receive(&fds);
         if (r.bytes > 0) {
           counters_.bytes_in += r.bytes;
           bytes_this_wake += r.bytes;
@@ -787,18 +782,17 @@ class NativeChannel final : public HandleWrap {
               reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
                 DeliverSocketFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
               });
-          if (fe != FramingError::kNone) {
-            end_status = kEndFramingError;  // reported below
-            break;
-          }
+          if (fe != FramingError::kNone) break;                       // reported below
           if (static_cast<size_t>(r.bytes) < kReadBufferSize) break;  // socket drained
           continue;
         }
       }
       if (r.bytes == 0) {
-        end_status = 0;
+        open = false;
       } else if (r.bytes != -EAGAIN && r.bytes != -EWOULDBLOCK) {
-        end_status = static_cast<int>(r.bytes);
+        open = false;
+        reason = EndReason::kSystemError;
+        sys_error = static_cast<int>(-r.bytes);
       }
       break;
     }
@@ -807,50 +801,71 @@ class NativeChannel final : public HandleWrap {
       v8::TryCatch try_catch(isolate);
       DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
     }
-    if (reader_.error() != FramingError::kNone && end_status == 1) end_status = kEndFramingError;
-    if ((segment_protocol_error_ != nullptr || too_many_fds_) && end_status == 1)
-      end_status = kEndSegmentProtocol;
-    if (rings_ != nullptr && rings_->corrupt_reason() != nullptr && end_status >= 0)
-      end_status = kEndRingCorrupt;
+    if (open && reader_.error() != FramingError::kNone) {
+      open = false;
+      reason = reader_.error() == FramingError::kOutOfMemory ? EndReason::kOutOfMemory
+                                                             : EndReason::kMessageTooLarge;
+    }
+    if (open && inbound_.error() != InboundError::kNone &&
+        inbound_.error() != InboundError::kMalformedRingSetup) {
+      open = false;
+      reason = EndReason::kSegmentProtocol;
+    }
+    // A corrupt ring outranks a plain end of stream, not a socket error.
+    if ((open || reason == EndReason::kEndOfStream) && rings_ != nullptr &&
+        rings_->corrupt_reason() != nullptr) {
+      open = false;
+      reason = EndReason::kRingCorrupt;
+    }
     // The peer closed (or reset the connection, as a unix peer that exits
     // with unread data does) with part of a frame buffered: a message was
     // lost, which a plain 'peer-closed' or 'peer-reset' would hide.
-    if ((end_status == 0 || end_status == -ECONNRESET) && reader_.buffered() > 0) end_status = kEndTruncated;
+    if (!open && reader_.buffered() > 0 &&
+        (reason == EndReason::kEndOfStream ||
+         (reason == EndReason::kSystemError && sys_error == ECONNRESET))) {
+      reason = EndReason::kTruncated;
+    }
     // A descriptor rides on the first byte of the frame that claims it, so
     // once every byte read so far belongs to a complete frame, a descriptor
     // still unclaimed was never announced: it is closed now rather than held.
-    if (reader_.buffered() == 0) ClosePendingFds();
+    inbound_.AfterRead(reader_.buffered());
 
     EmitBatch(messages, errors, handle_fds);
-    if (closing_) return;
-    if (end_status == kEndRingCorrupt) {
-      EndRingCorrupt(context);
-    } else if (end_status == kEndSegmentProtocol) {
-      Local<Value> err;
-      const char* why = segment_protocol_error_ != nullptr ? segment_protocol_error_
-                                                           : "too many unclaimed descriptors from the peer";
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndFramingError && reader_.error() == FramingError::kOutOfMemory) {
-      Local<Value> err;
-      char message[160];
-      std::snprintf(message, sizeof(message),
-                    "out of memory buffering a frame of %llu bytes; the channel was closed",
-                    static_cast<unsigned long long>(reader_.error_declared_size()));
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndFramingError) {
-      Local<Value> err;
-      char message[160];
-      std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
-                    static_cast<unsigned long long>(reader_.error_declared_size()),
-                    static_cast<unsigned long long>(reader_.max_payload_size()));
-      if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
-      End(0, err);
-    } else if (end_status == kEndTruncated) {
-      EndTruncated(context);
-    } else if (end_status <= 0) {
-      End(end_status, Local<Value>());
+    if (closing_ || open) return;
+    Local<Value> err;
+    char message[160];
+    switch (reason) {
+      case EndReason::kRingCorrupt:
+        EndRingCorrupt(context);
+        return;
+      case EndReason::kSegmentProtocol:
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", InboundErrorMessage(inbound_.error()))
+                 .ToLocal(&err)) {
+          return;
+        }
+        End(reason, err);
+        return;
+      case EndReason::kOutOfMemory:
+        std::snprintf(message, sizeof(message),
+                      "out of memory buffering a frame of %llu bytes; the channel was closed",
+                      static_cast<unsigned long long>(reader_.error_declared_size()));
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_OUT_OF_MEMORY", message).ToLocal(&err)) return;
+        End(reason, err);
+        return;
+      case EndReason::kMessageTooLarge:
+        std::snprintf(message, sizeof(message), "frame of %llu bytes exceeds maxMessageSize (%llu bytes)",
+                      static_cast<unsigned long long>(reader_.error_declared_size()),
+                      static_cast<unsigned long long>(reader_.max_payload_size()));
+        if (!MakeCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message).ToLocal(&err)) return;
+        End(reason, err);
+        return;
+      case EndReason::kTruncated:
+        EndTruncated(context);
+        return;
+      case EndReason::kEndOfStream:
+      case EndReason::kSystemError:
+        End(reason, Local<Value>(), sys_error);
+        return;
     }
   }
 
@@ -889,7 +904,7 @@ class NativeChannel final : public HandleWrap {
                   "the shared-memory ring from the peer is corrupt: %s; the channel was closed",
                   rings_->corrupt_reason());
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_RING_CORRUPT", message).ToLocal(&err)) return;
-    End(0, err);
+    End(EndReason::kRingCorrupt, err);
   }
 
   // A socket frame starting at socket offset X comes after every ring record
@@ -901,26 +916,13 @@ class NativeChannel final : public HandleWrap {
     socket_framed_ += frame.size + (reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1);
     if (rings_ != nullptr && rings_->has_inbound())
       DrainRing(context, messages, errors, handle_fds, try_catch, start);
-    if (rings_allowed_ && frame.size >= 1 && frame.data[0] == kRingControlByte) {
-      frame_bytes_ += static_cast<double>(frame.size);
-      TakeRing(frame);
-      return;
-    }
-    DeliverFrame(context, block, frame, messages, errors, handle_fds, try_catch);
+    DeliverFrame(context, block, frame, Inbound::Source::kSocket, messages, errors, handle_fds, try_catch);
   }
 
-  // A ring set-up frame [0xFD][1]: the next two descriptors received are the
-  // peer's ring (memfd) and its eventfd.
-  void TakeRing(const FrameReader::Frame& frame) {
+  // A ring set-up frame [0xFD][1] brought the peer's ring (memfd) and its
+  // eventfd, which this takes over.
+  void TakeRing(int ring_fd, int wake_fd) {
     if (rings_ == nullptr) rings_.reset(new RingTransport());
-    if (frame.size != 2 || frame.data[1] != kRingSetupVersion || pending_fds_.size() < 2) {
-      rings_->SetCorrupt("malformed ring set-up");
-      return;
-    }
-    const int ring_fd = pending_fds_.front();
-    pending_fds_.pop_front();
-    const int wake_fd = pending_fds_.front();
-    pending_fds_.pop_front();
     const int err = rings_->AttachInbound(ring_fd, wake_fd);
     CloseFd(ring_fd);
     if (err != 0) {
@@ -958,12 +960,11 @@ class NativeChannel final : public HandleWrap {
       switch (rings_->Read(limit, &frames, &size)) {
         case RingTransport::ReadStatus::kRecord: {
           counters_.bytes_in += static_cast<double>(size);
-          delivering_ring_ = true;
           const FramingError fe = ring_frames_.Push(frames, size, [&](const FrameReader::Frame& f) {
             rings_->messages_in++;
-            DeliverFrame(context, nullptr, f, messages, errors, handle_fds, try_catch);
+            DeliverFrame(context, nullptr, f, Inbound::Source::kRing, messages, errors, handle_fds,
+                         try_catch);
           });
-          delivering_ring_ = false;
           if (fe != FramingError::kNone || ring_frames_.buffered() != 0) {
             rings_->SetCorrupt(fe == FramingError::kMessageTooLarge
                                    ? "a ring frame exceeds maxMessageSize"
@@ -1003,7 +1004,7 @@ class NativeChannel final : public HandleWrap {
                .ToLocal(&err)) {
         return;
       }
-      self->End(0, err);
+      self->End(EndReason::kOutOfMemory, err);
       return;
     }
     self->EmitBatch(messages, errors, handle_fds);
@@ -1019,22 +1020,36 @@ class NativeChannel final : public HandleWrap {
         "the peer closed the stream in the middle of a frame: %llu bytes of a partial message were lost",
         static_cast<unsigned long long>(reader_.buffered()));
     if (!MakeCodedError(data_, context, "ERR_PROCWIRE_FRAME_TRUNCATED", message).ToLocal(&err)) return;
-    End(0, err);
+    End(EndReason::kTruncated, err);
   }
 
+  // One whole frame, from the socket or a ring record, in stream order: the
+  // inbound protocol (src/core/inbound.h) says whether it is a control frame
+  // and which descriptors it owns; a message is decoded.
   void DeliverFrame(Local<Context> context, ReadBlock* block, const FrameReader::Frame& frame,
-                    std::vector<Local<Value>>* messages, std::vector<Local<Value>>* errors,
-                    std::vector<Local<Value>>* handle_fds, v8::TryCatch* try_catch) {
+                    Inbound::Source source, std::vector<Local<Value>>* messages,
+                    std::vector<Local<Value>>* errors, std::vector<Local<Value>>* handle_fds,
+                    v8::TryCatch* try_catch) {
     Isolate* isolate = data_->isolate;
+    Inbound::Frame claimed;
+    // After a protocol error nothing more is delivered: the channel closes
+    // once this read's batch is handed over.
+    if (inbound_.OnFrame(frame.data, frame.size, source, &claimed) != Inbound::Status::kOk) {
+      if (inbound_.error() == InboundError::kMalformedRingSetup) {
+        // Reported as the ring's corruption, like every other ring set-up
+        // failure.
+        if (rings_ == nullptr) rings_.reset(new RingTransport());
+        rings_->SetCorrupt(InboundErrorMessage(inbound_.error()));
+      }
+      return;
+    }
+    if (claimed.kind == Inbound::FrameKind::kRingSetup) {
+      frame_bytes_ += static_cast<double>(frame.size);
+      TakeRing(claimed.fds[0], claimed.fds[1]);
+      return;
+    }
     frame_bytes_ += static_cast<double>(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1));
-    if (ool_enabled_ && frame.size >= 1 && frame.data[0] == kSegmentsControlByte) {
-      TakeSegments(isolate, frame);
-      return;
-    }
-    if (ool_enabled_ && frame.size >= 1 && frame.data[0] == protocol::kPooledSegmentsControlByte) {
-      TakePooledSegments(isolate, frame);
-      return;
-    }
+    if (claimed.kind == Inbound::FrameKind::kSegmentAnnouncement) return;
     counters_.messages_in++;
     counters_.histogram_in[SizeBucket(frame.size + (reader_.format() == WireFormat::kAdvanced ? 4 : 1))]++;
     Local<Value> value;
@@ -1044,20 +1059,20 @@ class NativeChannel final : public HandleWrap {
     if (!frame.in_place && frame.size >= kLendReassembledThreshold) memory = &reassembled;
     InSegments segments;
     InSegments* with_segments = nullptr;
+    const char* bad_segments = nullptr;
     if (ool_enabled_) {
-      for (Global<ArrayBuffer>& g : next_segments_) segments.buffers.push_back(g.Get(isolate));
-      next_segments_.clear();
+      bad_segments = claimed.entries.empty() ? MapSegments(isolate, &claimed.fds, &segments)
+                                             : TakePooledSegments(isolate, claimed.entries, &claimed.fds, &segments);
       // Even with none announced, a procwire peer's frame may only refer to
       // segments it announced: an empty list turns stray references into
       // coded errors rather than "unknown tag".
       with_segments = &segments;
       if (!segments.buffers.empty()) counters_.ool_messages_in++;
     }
-    if (bad_segments_ != nullptr) {
+    if (bad_segments != nullptr) {
       // The announced segments failed their checks: this frame is skipped
       // with a coded error; the stream itself is intact.
-      const char* why = bad_segments_;
-      bad_segments_ = nullptr;
+      const char* why = bad_segments;
       counters_.decode_errors++;
       Local<Value> err;
       if (!MakeCodedError(data_, context, "ERR_PROCWIRE_SEGMENT", why).ToLocal(&err)) {
@@ -1070,12 +1085,13 @@ class NativeChannel final : public HandleWrap {
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value, with_segments,
                       reader_.max_payload_size())) {
       // Handles always travel by the socket: a ring frame never claims one.
-      if (handles_enabled_ && !delivering_ring_ && !pending_fds_.empty() && IsHandleMessage(context, value)) {
+      if (source == Inbound::Source::kSocket && inbound_.accepts_handles() && inbound_.pending() > 0 &&
+          IsHandleMessage(context, value)) {
         // Node's protocol: the descriptor that arrived with (or before) a
         // NODE_HANDLE message is that message's handle.
+        const int fd = inbound_.TakeHandle();
         handle_fds->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
-        handle_fds->push_back(Integer::New(isolate, pending_fds_.front()));
-        pending_fds_.pop_front();
+        handle_fds->push_back(Integer::New(isolate, fd));
       }
       messages->push_back(value);
       return;
@@ -1087,29 +1103,6 @@ class NativeChannel final : public HandleWrap {
     try_catch->Reset();
     errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
     errors->push_back(err);
-  }
-
-  // Descriptors wait for the control frame that claims them, on channels
-  // that take segments; anywhere else they are closed at once, so a peer
-  // cannot fill our descriptor table. They are adopted right after each
-  // read, before that read's frames are parsed, because the descriptors
-  // travel with the first byte of their control frame.
-  void AdoptFds(std::vector<int>* fds) {
-    const bool takes_fds = ool_enabled_ || handles_enabled_ || rings_allowed_;
-    for (int fd : *fds) {
-      if (takes_fds && pending_fds_.size() < kMaxPendingFds) {
-        pending_fds_.push_back(fd);
-      } else {
-        CloseFd(fd);
-        if (takes_fds) too_many_fds_ = true;
-      }
-    }
-    fds->clear();
-  }
-
-  void ClosePendingFds() {
-    for (int fd : pending_fds_) CloseFd(fd);
-    pending_fds_.clear();
   }
 
   // True for { cmd: 'NODE_HANDLE', ... }: a plain decoded object, so reading
@@ -1128,102 +1121,79 @@ class NativeChannel final : public HandleWrap {
     return text.length() == 11 && std::memcmp(*text, "NODE_HANDLE", 11) == 0;
   }
 
-  // A control frame [0xFE][n]: the next frame's n segments are the next n
-  // descriptors received. Each is checked (memfd, sealed against writes,
-  // shrinking and growing) and mapped privately.
-  void TakeSegments(Isolate* isolate, const FrameReader::Frame& frame) {
-    const size_t count = frame.size == 2 ? frame.data[1] : 0;
-    if (count == 0 || count > kMaxSegmentsPerFrame) {
-      segment_protocol_error_ = "malformed segment announcement";
-      return;
-    }
-    if (pending_fds_.size() < count) {
-      segment_protocol_error_ = "a segment announcement arrived without its descriptors";
-      return;
-    }
-    next_segments_.clear();
+  // Maps the segments announced for a message (descriptors it owns, closed
+  // here): each is checked (memfd, sealed against writes, shrinking and
+  // growing) and mapped privately. Returns why they failed, or nullptr;
+  // after a failure the rest are only closed and segments is left empty.
+  const char* MapSegments(Isolate* isolate, std::vector<int>* fds, InSegments* segments) {
+    const char* bad = nullptr;
     size_t message_bytes = 0;
-    for (size_t i = 0; i < count; i++) {
-      const int fd = pending_fds_.front();
-      pending_fds_.pop_front();
+    for (int fd : *fds) {
       int error = 0;
       Local<ArrayBuffer> ab;
       taken_segments_++;
       // One message's segments together are held to maxMessageSize, as
       // its inline bytes are; each is checked before it is mapped.
       const size_t max = reader_.max_payload_size();
-      if (bad_segments_ == nullptr &&
+      // A peer that takes recycled segments trusts ours, so it also takes
+      // transfers sealed only against future writers.
+      if (bad == nullptr &&
           MapReceivedSegment(isolate, fd, max - message_bytes, &error, received_pool_ != nullptr).ToLocal(&ab)) {
         message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
-        next_segments_.emplace_back(isolate, ab);
-      } else if (bad_segments_ == nullptr) {
-        bad_segments_ =
-            error == EPERM
-                ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
-            : error == EFBIG ? "a received segment is larger than maxMessageSize"
-                             : "a received segment could not be mapped";
-        next_segments_.clear();
+        segments->buffers.push_back(ab);
+      } else if (bad == nullptr) {
+        bad = error == EPERM
+                  ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+              : error == EFBIG ? "a received segment is larger than maxMessageSize"
+                               : "a received segment could not be mapped";
+        segments->buffers.clear();
       }
       CloseFd(fd);
     }
+    fds->clear();
+    return bad;
   }
 
-  // A control frame [0xFC][n] + n entries: the next frame's n segments,
-  // some recycled (docs/protocol.md). Only after we announced `pool`. Every
-  // recycled segment named is taken (so it goes back once unused) even when
-  // an earlier entry failed and the message will be skipped.
-  void TakePooledSegments(Isolate* isolate, const FrameReader::Frame& frame) {
-    if (received_pool_ == nullptr) {
-      segment_protocol_error_ = "recycled segments from a peer this end does not take them from";
-      return;
-    }
-    std::vector<SegmentEntry> entries;
-    size_t with_fd = 0;
-    if (!ParseSegmentAnnouncement(frame.data, frame.size, &entries, &with_fd)) {
-      segment_protocol_error_ = "malformed segment announcement";
-      return;
-    }
-    if (pending_fds_.size() < with_fd) {
-      segment_protocol_error_ = "a segment announcement arrived without its descriptors";
-      return;
-    }
-    next_segments_.clear();
+  // The segments of a message announced by [0xFC] (docs/protocol.md): one
+  // entry each, some recycled; fds hold the descriptors of the sealed and
+  // new recycled ones, in entry order (owned here, closed here). Every
+  // recycled segment named is taken, even after an earlier entry failed, so
+  // that it goes back to the sender once unused. Returns why the message's
+  // segments failed, or nullptr.
+  const char* TakePooledSegments(Isolate* isolate, const std::vector<SegmentEntry>& entries,
+                                 std::vector<int>* fds, InSegments* segments) {
+    const char* bad = nullptr;
     const size_t max = reader_.max_payload_size();
     size_t message_bytes = 0;
+    size_t next_fd = 0;
     for (const SegmentEntry& e : entries) {
-      const uint8_t kind = e.kind;
-      const uint32_t id = e.id;
-      const uint32_t length = e.length;
       int fd = -1;
-      if (kind != protocol::kSegmentPooled) {
-        fd = pending_fds_.front();
-        pending_fds_.pop_front();
-      }
+      if (e.kind != protocol::kSegmentPooled && next_fd < fds->size()) fd = (*fds)[next_fd++];
       taken_segments_++;
       int error = 0;
       Local<ArrayBuffer> ab;
       bool ok;
-      if (kind == protocol::kSegmentSealed) {
-        ok = bad_segments_ == nullptr &&
+      if (e.kind == protocol::kSegmentSealed) {
+        ok = bad == nullptr && fd >= 0 &&
              MapReceivedSegment(isolate, fd, max - message_bytes, &error, /*accept_future_write=*/true).ToLocal(&ab);
       } else {
-        ok = true;
-        if (kind == protocol::kSegmentPooledNew) {
+        ok = received_pool_ != nullptr;
+        if (ok && e.kind == protocol::kSegmentPooledNew) {
           // Segments come in power-of-two classes: one may be up to twice
           // the largest message it can hold.
           const size_t max_segment = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
-          const int r = id == 0 ? -EINVAL : received_pool_->Add(id, fd, max_segment);
+          const int r = e.id == 0 || fd < 0 ? -EINVAL : received_pool_->Add(e.id, fd, max_segment);
           if (r < 0) {
             ok = false;
             error = -r;
           }
         }
-        if (ok) ok = received_pool_->Take(isolate, id, length, &error).ToLocal(&ab);
-        if (ok && (bad_segments_ != nullptr || length > max - message_bytes)) {
+        if (ok) ok = received_pool_->Take(isolate, e.id, e.length, &error).ToLocal(&ab);
+        if (ok && (bad != nullptr || e.length > max - message_bytes)) {
           // Taken only to be handed back once collected.
-          if (bad_segments_ == nullptr) error = EFBIG;
+          if (bad == nullptr) error = EFBIG;
           ok = false;
         }
       }
@@ -1232,18 +1202,21 @@ class NativeChannel final : public HandleWrap {
         message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
-        next_segments_.emplace_back(isolate, ab);
-      } else if (bad_segments_ == nullptr) {
-        bad_segments_ = error == EPERM ? "a received segment is not a memfd with the required seals"
-                        : error == EFBIG  ? "a received segment is larger than maxMessageSize"
-                        : error == EEXIST ? "a new recycled segment reuses an id already mapped"
-                        : error == ENOENT ? "a recycled segment id that was never announced"
-                        : error == EINVAL ? "a recycled segment with id 0"
-                        : error == ENOSPC ? "the peer's recycled segments exceed what this end maps at once"
-                                          : "a received segment could not be mapped";
-        next_segments_.clear();
+        segments->buffers.push_back(ab);
+      } else if (bad == nullptr) {
+        bad = error == EPERM    ? "a received segment is not a memfd with the required seals"
+              : error == EFBIG  ? "a received segment is larger than maxMessageSize"
+              : error == EEXIST ? "a new recycled segment reuses an id already mapped"
+              : error == ENOENT ? "a recycled segment id that was never announced"
+              : error == EINVAL ? "a recycled segment with id 0"
+              : error == ENOSPC ? "the peer's recycled segments exceed what this end maps at once"
+                                : "a received segment could not be mapped";
+        segments->buffers.clear();
       }
     }
+    for (size_t i = next_fd; i < fds->size(); i++) CloseFd((*fds)[i]);
+    fds->clear();
+    return bad;
   }
 
   // Recycled segments whose ArrayBuffers V8 freed: JavaScript hands them
@@ -1258,17 +1231,20 @@ class NativeChannel final : public HandleWrap {
     Call(on_segment_return_, 1, argv);
   }
 
-  // The stream ended (status 0), failed (-errno) or was found corrupt (err).
-  void End(int status, Local<Value> err) {
+  // The stream ended, once: onend(reason name, coded error or undefined,
+  // errno name or undefined). sys_error: the errno of kSystemError.
+  void End(EndReason reason, Local<Value> err, int sys_error = 0) {
     if (ended_) return;
     ended_ = true;
     reading_ = false;
     want_write_ = false;
     UpdatePoll();
     Isolate* isolate = data_->isolate;
-    Local<Value> argv[] = {Integer::New(isolate, status),
-                           err.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : err};
-    Call(on_end_, 2, argv);
+    Local<Value> argv[] = {
+        OneByteString(isolate, EndReasonName(reason)),
+        err.IsEmpty() ? Local<Value>(v8::Undefined(isolate)) : err,
+        sys_error != 0 ? Local<Value>(ErrnoName(isolate, sys_error)) : Local<Value>(v8::Undefined(isolate))};
+    Call(on_end_, 3, argv);
   }
 
   // The socket's poll handle and, with rings, the eventfd's: the object
@@ -1287,7 +1263,6 @@ class NativeChannel final : public HandleWrap {
 
   ~NativeChannel() override {
     CloseFd(fd_);
-    for (int fd : pending_fds_) CloseFd(fd);
     queue_.Clear();
     delete block_;
   }
@@ -1300,12 +1275,8 @@ class NativeChannel final : public HandleWrap {
   // Shared-memory rings with a procwire peer on this host (see
   // ring_transport.h); null until either side sets one up.
   std::unique_ptr<RingTransport> rings_;
-  // The peer may set up its ring towards us (we announced `rings`).
-  bool rings_allowed_ = false;
   // Our ring's set-up frame is queued: frames may take our ring.
   bool ring_out_ready_ = false;
-  // True while frames of a ring record are being delivered.
-  bool delivering_ring_ = false;
   // Bytes of whole socket frames framed so far, the reader's side of the
   // ring records' socket marks.
   uint64_t socket_framed_ = 0;
@@ -1326,16 +1297,12 @@ class NativeChannel final : public HandleWrap {
   bool ool_enabled_;
   bool ool_send_ = false;
   size_t ool_threshold_;
-  std::deque<int> pending_fds_;
-  std::vector<Global<ArrayBuffer>> next_segments_;
-  const char* bad_segments_ = nullptr;
-  const char* segment_protocol_error_ = nullptr;
-  bool too_many_fds_ = false;
+  // Received descriptors and the control frames that claim them.
+  Inbound inbound_;
   // The peer hung up while reads were paused (see OnPoll).
   bool peer_hung_up_ = false;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
-  bool handles_enabled_ = false;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Recycled segments: our pool (the peer takes them) and the peer's
@@ -1397,6 +1364,14 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
       .Check();
   layout->Set(context, OneByteString(isolate, "length"), v8::Integer::New(isolate, stats::kCount)).Check();
   exports->Set(context, OneByteString(isolate, "statsLayout"), layout).Check();
+
+  // endReasons: the names onend's first argument takes, in the enum's order
+  // (src/core/end_reason.h), so lib/ can check its table against them.
+  Local<Array> reasons = Array::New(isolate, static_cast<int>(kEndReasonCount));
+  for (size_t i = 0; i < kEndReasonCount; i++) {
+    reasons->Set(context, static_cast<uint32_t>(i), OneByteString(isolate, kEndReasonNames[i])).Check();
+  }
+  exports->Set(context, OneByteString(isolate, "endReasons"), reasons).Check();
 }
 
 }  // namespace procwire

@@ -51,7 +51,8 @@ class NativeListener final : public HandleWrap {
     reserve_fd_ = OpenReserve();
   }
 
-  // new Listener(fd, onconnection(fds[]))
+  // new Listener(fd, onconnection(fds[], errnoName | undefined)): an accept
+  // that failed (EMFILE and friends) comes with its errno's name.
   static void New(const FunctionCallbackInfo<Value>& args) {
     AddonData* data = AddonData::From(args);
     Local<Context> context = args.GetIsolate()->GetCurrentContext();
@@ -123,7 +124,9 @@ class NativeListener final : public HandleWrap {
       }
       fds.push_back(Integer::New(isolate, fd));
     }
-    Local<Value> argv[] = {Array::New(isolate, fds.data(), fds.size()), Integer::New(isolate, error)};
+    Local<Value> argv[] = {
+        Array::New(isolate, fds.data(), fds.size()),
+        error < 0 ? Local<Value>(ErrnoName(isolate, -error)) : Local<Value>(v8::Undefined(isolate))};
     self->Call(self->on_connection_, 2, argv);
   }
 

@@ -38,6 +38,12 @@ constexpr uint8_t kSegmentPooledNew = 1;
 // A recycled segment the receiver has mapped under `id`.
 constexpr uint8_t kSegmentPooled = 2;
 
+// First payload byte of the ring set-up control frame [0xFD][version], which
+// carries the sender's outbound ring (memfd) and its eventfd; only sent to a
+// peer that announced `rings` in its capabilities.
+constexpr uint8_t kRingControlByte = 0xFD;
+constexpr uint8_t kRingSetupVersion = 1;
+
 // Largest message by default, on every path.
 constexpr size_t kDefaultMaxMessageSize = 256u * 1024u * 1024u;
 

@@ -121,7 +121,6 @@ ReadOutcome ReceiveWithFds(int fd, uint8_t* buf, size_t size, std::vector<int>* 
     return out;
   }
   out.bytes = n;
-  if (msg.msg_flags & MSG_CTRUNC) out.fds_truncated = true;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -241,8 +240,8 @@ int AcceptConnection(int listen_fd) {
 int SocketError(int fd) {
   int err = 0;
   socklen_t len = sizeof(err);
-  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return errno;
-  return err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+  return -err;
 }
 
 int GetPeerCredentials(int fd, PeerCredentials* out) {

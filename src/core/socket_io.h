@@ -21,9 +21,9 @@
 
 namespace procwire {
 
-// The most descriptors accepted in one read; more are closed and the read
-// reports truncation, so a hostile peer cannot exhaust our descriptor table
-// in one message.
+// The most descriptors accepted in one read; the kernel closes the rest
+// (MSG_CTRUNC), so a hostile peer cannot exhaust our descriptor table in one
+// message.
 constexpr int kMaxFdsPerRead = 64;
 
 void CloseFd(int fd);
@@ -34,9 +34,6 @@ ssize_t SendVectors(int fd, const iovec* iov, int iov_count, const int* fds, int
 struct ReadOutcome {
   // Bytes read; 0 at end of stream; -errno on failure.
   ssize_t bytes = 0;
-  // Set when the peer sent more descriptors than kMaxFdsPerRead or the
-  // control buffer was truncated; the extra descriptors are already closed.
-  bool fds_truncated = false;
 };
 
 // recvmsg(2) into buf; descriptors that arrive are appended to *fds (if fds
@@ -65,7 +62,8 @@ int ConnectTcp(const std::string& host, int port, bool* in_progress);
 // accept4(2), non-blocking and close-on-exec. -EAGAIN when none is pending.
 int AcceptConnection(int listen_fd);
 
-// The pending error of a non-blocking connect (0 when connected).
+// The socket's pending error (SO_ERROR, which reading clears): 0 when there
+// is none (a non-blocking connect succeeded), else -errno.
 int SocketError(int fd);
 
 struct PeerCredentials {

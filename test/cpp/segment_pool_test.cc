@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "inbound.h"
 #include "protocol.h"
 #include "socket_io.h"
 
@@ -261,6 +262,70 @@ TEST(SegmentAnnouncement, RoundTripsAndRejectsMalformedPayloads) {
       EXPECT_LE(fds, out.size());
     }
   }
+}
+
+// Counts the descriptors Inbound closes (numbers, never real descriptors).
+class CountingCloser final : public DescriptorCloser {
+ public:
+  void Close(int /*fd*/) override { closed++; }
+  int closed = 0;
+};
+
+TEST(InboundPooled, AnnouncementHandsEntriesAndTheirDescriptorsToTheMessage) {
+  const SegmentEntry entries[3] = {{protocol::kSegmentPooledNew, 5, 100},
+                                   {protocol::kSegmentPooled, 4, 10},
+                                   {protocol::kSegmentSealed, 0, 0}};
+  std::vector<uint8_t> control(SegmentAnnouncementSize(3));
+  EncodeSegmentAnnouncement(entries, 3, control.data());
+  const uint8_t message[] = {0xff, 0x0f};
+  {
+    // Not offered: the announcement closes the channel.
+    CountingCloser closer;
+    Inbound in(&closer);
+    in.AcceptSegments();
+    Inbound::Frame f;
+    EXPECT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+    EXPECT_EQ(in.error(), InboundError::kUnexpectedPooledAnnouncement);
+  }
+  CountingCloser closer;
+  Inbound in(&closer);
+  in.AcceptSegments();
+  in.AcceptPooledSegments();
+  std::vector<int> fds = {1001, 1002};
+  ASSERT_EQ(in.Receive(&fds), Inbound::Status::kOk);
+  Inbound::Frame f;
+  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.kind, Inbound::FrameKind::kSegmentAnnouncement);
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.kind, Inbound::FrameKind::kMessage);
+  EXPECT_EQ(f.fds, (std::vector<int>{1001, 1002}));  // the new and the sealed one, in entry order
+  ASSERT_EQ(f.entries.size(), 3u);
+  EXPECT_EQ(f.entries[1].id, 4u);
+  // The next message has none; only recycled ones need no descriptor.
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_TRUE(f.fds.empty() && f.entries.empty());
+  const SegmentEntry known = {protocol::kSegmentPooled, 4, 10};
+  std::vector<uint8_t> no_fds(SegmentAnnouncementSize(1));
+  EncodeSegmentAnnouncement(&known, 1, no_fds.data());
+  ASSERT_EQ(in.OnFrame(no_fds.data(), no_fds.size(), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.entries.size(), 1u);
+  EXPECT_TRUE(f.fds.empty());
+  // Descriptors missing, then a malformed one: errors, nothing leaked.
+  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+  EXPECT_EQ(in.error(), InboundError::kAnnouncementWithoutDescriptors);
+  EXPECT_EQ(closer.closed, 0);
+}
+
+TEST(InboundPooled, MalformedAnnouncementsFail) {
+  CountingCloser closer;
+  Inbound in(&closer);
+  in.AcceptSegments();
+  in.AcceptPooledSegments();
+  const uint8_t bad[] = {protocol::kPooledSegmentsControlByte, 1, 9, 0, 0, 0, 1, 0, 0, 0, 1};
+  Inbound::Frame f;
+  EXPECT_EQ(in.OnFrame(bad, sizeof(bad), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+  EXPECT_EQ(in.error(), InboundError::kMalformedAnnouncement);
 }
 
 TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {
