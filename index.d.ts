@@ -176,6 +176,20 @@ export interface ChannelOptions {
   /** Shared-memory segments not yet acknowledged by the peer before send() returns false. Default 128. */
   maxSegmentsInFlight?: number;
   /**
+   * Recycled shared-memory segments for out-of-line messages (no page faults, one memcpy each)
+   * and transfers sealed without unmapping first. This end then trusts the peer not to change a
+   * message's bytes after sending it (see docs/rings.md). Default: true on fork channels (a
+   * parent and its own child), false elsewhere. Used in a direction only when the receiving end
+   * allows it and the sending end has it on.
+   */
+  segmentPool?: boolean;
+  /** Bytes of recycled segments (idle and in flight) per channel; beyond it, sealed copies. Default 256 MiB. */
+  segmentPoolMaxBytes?: number;
+  /** Recycled segments per channel. Default 16. */
+  segmentPoolMaxCount?: number;
+  /** Idle recycled segments are dropped after this many ms without a return. Default 5000. */
+  segmentPoolIdleTimeout?: number;
+  /**
    * Requests answered by respond() at once. Default 1024. Further requests wait in arrival order;
    * when 1024 wait, reading pauses until half of them have started (nothing is dropped).
    */
@@ -365,5 +379,11 @@ export declare const parent: Channel | null;
 export declare function getParent(): Channel | null;
 /** A Buffer over a shared-memory segment, for zero-copy send(message, { transfer: [buf] }). */
 export declare function alloc(size: number): Buffer;
+/**
+ * Hands a received Buffer's recycled shared-memory segment (segmentPool) back to its sender now
+ * instead of when the Buffer is collected; the Buffer and every view of its ArrayBuffer become
+ * empty. Returns false, doing nothing, for any other buffer.
+ */
+export declare function release(view: ArrayBuffer | ArrayBufferView): boolean;
 /** true when the native addon is in use. */
 export declare const native: boolean;

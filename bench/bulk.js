@@ -2,7 +2,9 @@
 // Bulk transfer: one large Buffer, parent -> child, timed until the child
 // holds it (one-way, CLOCK_MONOTONIC on both sides), after Chromium's
 // out-of-line measurements. References measured in the same run: one memcpy
-// of the same size into warm memory, and into freshly allocated memory.
+// of the same size into warm memory, and into freshly allocated memory, and
+// the one-way latency of a tiny message. The "sealed" rows are the paths a
+// channel without the segment pool takes (named channels by default).
 //
 //   node bench/bulk.js [--quick]
 
@@ -14,8 +16,11 @@ const SIZES_QUICK = [MiB, 8 * MiB, 64 * MiB];
 const SIZES_FULL = [...SIZES_QUICK, 256 * MiB];
 
 const PEERS = [
-  { id: 'procwire-transfer', label: 'procwire transfer (procwire.alloc + { transfer })' },
-  { id: 'procwire-ool', label: 'procwire out of line (sealed copy in shared memory)' },
+  { id: 'procwire-transfer', label: 'procwire transfer (procwire.alloc + { transfer }), fork default: future-write seal' },
+  { id: 'procwire-transfer-sealed', label: 'procwire transfer, segmentPool: false (unmap, then F_SEAL_WRITE)' },
+  { id: 'procwire-ool', label: 'procwire out of line, fork default (copy into a recycled, pre-faulted segment)' },
+  { id: 'procwire-ool-sealed', label: 'procwire out of line, segmentPool: false (copy into a fresh sealed memfd)' },
+  { id: 'procwire-tiny', label: 'procwire, a 16-byte Buffer instead (the one-way latency floor)' },
   { id: 'procwire-inline', label: 'procwire inline (socket)' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'memcpy-warm', label: 'one memcpy, warm destination (reference)' },
@@ -25,6 +30,21 @@ const PEERS = [
 function summarize(ms) {
   return { p50: harness.median(ms), p98: harness.percentile(ms, 98), n: ms.length };
 }
+
+// Messages sent before timing starts, on every row: a recycled pool reaches
+// its steady state in a few (at 64 MiB the child's collector frees a Buffer
+// about every third message, so the pool makes about four segments first).
+const WARMUP = 5;
+
+// The rows that fork a procwire child themselves: channel options, and how
+// each message is made and sent.
+const PROCWIRE_ROWS = {
+  'procwire-transfer': { options: {}, transfer: true },
+  'procwire-transfer-sealed': { options: { segmentPool: false }, transfer: true },
+  'procwire-ool': { options: { outOfLine: 'always' } },
+  'procwire-ool-sealed': { options: { outOfLine: 'always', segmentPool: false } },
+  'procwire-tiny': { options: {}, tiny: true },
+};
 
 function iterations(size, quick) {
   if (size >= 256 * MiB) return quick ? 3 : 5;
@@ -36,12 +56,12 @@ function measureMemcpy(size, n, fresh) {
   const src = Buffer.alloc(size, 0x2e);
   const warm = Buffer.alloc(size);
   const out = [];
-  for (let i = 0; i < n + 1; i++) {
+  for (let i = 0; i < n + WARMUP; i++) {
     const dst = fresh ? Buffer.allocUnsafeSlow(size) : warm;
     const t0 = process.hrtime.bigint();
     src.copy(dst);
     const dt = Number(process.hrtime.bigint() - t0) / 1e6;
-    if (i > 0) out.push(dt);
+    if (i >= WARMUP) out.push(dt);
   }
   return out;
 }
@@ -56,22 +76,30 @@ async function runDriver(config, tick) {
     return { data };
   }
   const script = path.join(__dirname, 'peers', 'ipc-echo.js');
-  if (config.peer === 'procwire-transfer') {
+  const row = PROCWIRE_ROWS[config.peer];
+  if (row !== undefined) {
     const procwire = require(path.join(__dirname, '..'));
-    const child = procwire.fork(script, ['latency'], { child: 'procwire', serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = procwire.fork(script, ['latency'], {
+      child: 'procwire', serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'], ...row.options,
+    });
     const ch = child.channel;
     try {
       await new Promise((resolve) => ch.once('message', resolve));  // ready
       for (const size of config.sizes) {
         const lats = [];
-        for (let i = 0; i < iterations(size, config.quick) + 1; i++) {
-          const buf = procwire.alloc(size);
-          buf.fill(0x2e);  // the sender's own work, not part of the transfer
+        const payload = row.transfer ? null : Buffer.alloc(row.tiny ? 16 : size, 0x2e);
+        for (let i = 0; i < iterations(size, config.quick) + WARMUP; i++) {
+          let data = payload;
+          if (row.transfer) {
+            data = procwire.alloc(size);
+            data.fill(0x2e);  // the sender's own work, not part of the transfer
+          }
           const ack = new Promise((resolve) => ch.once('message', resolve));
-          ch.send({ t: Number(process.hrtime.bigint()), data: buf }, { transfer: [buf] });
+          ch.send({ t: Number(process.hrtime.bigint()), data }, row.transfer ? { transfer: [data] } : undefined);
+          data = null;
           const m = await ack;
-          if (m.n !== size) throw new Error(`transfer peer got ${m.n} bytes, expected ${size}`);
-          if (i > 0) lats.push(m.lat / 1e6);
+          if (m.n !== (row.tiny ? 16 : size)) throw new Error(`${config.peer} peer got ${m.n} bytes, expected ${size}`);
+          if (i >= WARMUP) lats.push(m.lat / 1e6);
         }
         data[size] = summarize(lats);
         tick();
@@ -89,12 +117,12 @@ async function runDriver(config, tick) {
     for (const size of config.sizes) {
       const payload = Buffer.alloc(size, 0x2e);
       const lats = [];
-      for (let i = 0; i < iterations(size, config.quick) + 1; i++) {
+      for (let i = 0; i < iterations(size, config.quick) + WARMUP; i++) {
         const ack = new Promise((resolve) => { t.onmessage = resolve; });
         t.send({ t: Number(process.hrtime.bigint()), data: payload });
         const m = await ack;
         if (m.n !== size) throw new Error(`bulk peer got ${m.n} bytes, expected ${size}`);
-        if (i > 0) lats.push(m.lat / 1e6);
+        if (i >= WARMUP) lats.push(m.lat / 1e6);
       }
       data[size] = summarize(lats);
       tick();
@@ -127,8 +155,13 @@ async function plan({ quick, repeats }) {
     timeoutMs: (quick ? 60 : 180) * 1000,
     config: () => ({ sizes, quick }),
     ratioTo: ['procwire-transfer', 'procwire-ool', 'memcpy-warm'],
-    notes: ['"transfer" hands over a procwire.alloc() memfd: the sender\'s Buffer is detached, unmapped and the segment sealed; no byte is copied.',
-      '"out of line" copies the bytes once into a sealed memfd (write(2)), passes the descriptor, and the child maps it privately.',
+    notes: ['"transfer" hands over a procwire.alloc() memfd: the sender\'s Buffer is detached and the segment sealed; no byte is copied. ' +
+        'On fork channels (segmentPool on) the seal is F_SEAL_FUTURE_WRITE and the sender\'s mapping is torn down in the background; ' +
+        'with segmentPool: false the mapping is torn down first and F_SEAL_WRITE applied.',
+      '"out of line" (fork default) copies the bytes once into a recycled segment the child already maps (pre-faulted on both sides); ' +
+        'the child hands it back when its Buffer is collected. "sealed" copies into a fresh memfd (write(2)) sealed against writing.',
+      `Every row sends ${WARMUP} untimed messages per size first (the pool's segments are made then).`,
+      'The tiny row sends a 16-byte Buffer per x: the channel\'s one-way latency floor in the same run (scheduler wake-ups on a loaded machine).',
       'Node\'s built-in advanced path copies the bytes through the socket in 64 KiB reads and reassembles them in JavaScript.'],
   };
 }

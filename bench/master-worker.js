@@ -20,8 +20,9 @@ const PEERS = [
   { id: 'node-json', label: 'Node fork IPC, json' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'worker-threads', label: 'main thread + worker_threads, postMessage' },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'procwire-plain-json', 'node-json', 'node-advanced', 'node26-advanced']);
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'procwire-plain-json', 'node-json', 'node-advanced', 'node26-advanced', 'worker-threads']);
 
 async function measure(workers, c, len, warmMs, windowMs) {
   let pairs = 0;
@@ -56,7 +57,9 @@ async function measure(workers, c, len, warmMs, windowMs) {
 
 async function runDriver(config, tick) {
   const { openMany } = require('./lib/transports');
-  const workers = await openMany(config.peer, { script: path.join(__dirname, 'peers', 'mw-worker.js') }, config.workers);
+  const { WORKER_PEER, openWorkers } = require('./lib/worker-peer');
+  const ctx = { script: path.join(__dirname, 'peers', 'mw-worker.js') };
+  const workers = config.peer === WORKER_PEER ? await openWorkers(ctx, config.workers) : await openMany(config.peer, ctx, config.workers);
   const data = {};
   try {
     for (const len of config.payloads) {

@@ -27,6 +27,7 @@ const PEERS = [
   { id: 'node-json', label: 'Node fork IPC, json' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
   { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'worker-threads', label: 'worker_threads postMessage (same process)' },
   { id: 'net-unix', label: 'net unix socket, ndjson' },
   { id: 'net-tcp', label: 'net TCP loopback, ndjson' },
   { id: 'redis', label: 'Redis pub/sub (unix socket)' },
@@ -37,7 +38,7 @@ const PEERS = [
   { id: 'c-ring-pinned', label: 'C reference: shared-memory rings, one CPU', reference: { transport: 'ring', pinned: true } },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-socket', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
-  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'net-unix', 'redis', 'zeromq', 'nats',
+  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'worker-threads', 'net-unix', 'redis', 'zeromq', 'nats',
   'c-socketpair', 'c-ring']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
@@ -95,8 +96,10 @@ async function runDriver(config, tick) {
     return { data };
   }
   const { open } = require('./lib/transports');
-  const t = await open(config.peer, {
-    script: path.join(__dirname, 'peers', 'ipc-echo.js'),
+  const { WORKER_PEER, openWorker } = require('./lib/worker-peer');
+  const script = path.join(__dirname, 'peers', 'ipc-echo.js');
+  const t = config.peer === WORKER_PEER ? await openWorker({ script, args: ['echo'] }) : await open(config.peer, {
+    script,
     args: ['echo'],
     tmp: config.tmp,
     redisSocket: config.redisSocket,

@@ -7,6 +7,7 @@ const EventEmitter = require('events');
 const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
+const fastCodec = require('./codec/advanced-fast');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
 const { checkHandle, END_REASONS } = require('./transport/contract');
@@ -44,6 +45,20 @@ const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
 // returns false (their bytes count towards highWaterMark and maxQueuedBytes
 // too). Each is a descriptor in flight, and the kernel caps those per user.
 const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
+// Recycled segments (segmentPool): at most this many bytes and segments of
+// pre-faulted shared memory per channel and direction, idle or in flight.
+// Past the bound a message takes a fresh sealed segment instead. Four 64 MiB
+// messages in flight fit, and so do many small ones.
+const DEFAULT_SEGMENT_POOL_BYTES = 256 * 1024 * 1024;
+const DEFAULT_SEGMENT_POOL_COUNT = 16;
+// Idle recycled segments are dropped (and the peer told to unmap them) once
+// no segment came back for this many ms.
+const DEFAULT_SEGMENT_POOL_IDLE = 5000;
+// The receiver maps at most this many times its own segmentPoolMaxBytes of
+// a peer's recycled segments (set both ends' bounds alike).
+const MAX_MAPPED_FACTOR = 4;
+// A SEGRET or SEGDROP message names at most this many ids.
+const MAX_SEGMENT_IDS = 4096;
 // A request with no reply in this many ms rejects (ERR_PROCWIRE_REQUEST_TIMEOUT),
 // so a peer that never answers cannot hang the caller and keep its process
 // alive for ever. Per channel `requestTimeout`, per request `timeout`; 0: none.
@@ -126,6 +141,8 @@ class Channel extends EventEmitter {
     const callbacks = {
       onread: (messages, errors, segments, segmentBytes, frameBytes, fds) =>
         this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds),
+      // Recycled segments whose Buffers were collected: hand them back.
+      onsegmentreturn: (ids) => this._returnSegments(ids),
       onwrite: (written) => this._onWritten(written),
       onend: (reason, err, errnoName) => this._onEnd(reason, err, errnoName),
       onconnect: () => this._onConnect(),
@@ -146,6 +163,18 @@ class Channel extends EventEmitter {
     this._segmentBytesAcked = 0;
     this._segmentsAcked = 0;
     this.maxSegmentsInFlight = validateSize(options.maxSegmentsInFlight, 'maxSegmentsInFlight', DEFAULT_MAX_SEGMENTS_IN_FLIGHT);
+    // Recycled, writable segments: by default only between a parent and its
+    // own forked child, which already trust each other (docs/rings.md).
+    if (options.segmentPool !== undefined && typeof options.segmentPool !== 'boolean') {
+      throw invalidArg('segmentPool must be a boolean');
+    }
+    this.segmentPool = options.segmentPool === undefined ? this.transport === 'fork' : options.segmentPool;
+    this.segmentPoolMaxBytes = validateSize(options.segmentPoolMaxBytes, 'segmentPoolMaxBytes', DEFAULT_SEGMENT_POOL_BYTES);
+    this.segmentPoolMaxCount = validateSize(options.segmentPoolMaxCount, 'segmentPoolMaxCount', DEFAULT_SEGMENT_POOL_COUNT, 65536);
+    this.segmentPoolIdleTimeout = validateSize(options.segmentPoolIdleTimeout, 'segmentPoolIdleTimeout',
+      DEFAULT_SEGMENT_POOL_IDLE, MAX_TIMEOUT);
+    this._poolSending = false;
+    this._poolTimer = null;
     this._handle = typeof options.createHandle === 'function'
       ? options.createHandle(callbacks, { serialization: this.serialization, maxMessageSize: this.maxMessageSize })
       : this._segmentCounters === null
@@ -154,6 +183,14 @@ class Channel extends EventEmitter {
         : new binding.NativeChannel(fd, codec.codecFor(this.serialization).id, this.maxMessageSize,
           Boolean(options.connecting), callbacks, nativeThreshold, this._segmentCounters);
     this._caps = checkHandle(this._handle, this.transport);
+    // The advanced format's JavaScript encoder writes most messages in a
+    // fraction of ValueSerializer's time; a native handle that takes frames
+    // so encoded (writeFrame) gets those, and whatever that encoder declines
+    // goes through write() as before. Views from the out-of-line threshold
+    // on are declined too, so the native encoder may still send them in
+    // shared memory. -1: never.
+    this._fastMaxView = this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
+      typeof this._handle.writeFrame === 'function' ? (nativeThreshold < 0 ? Infinity : nativeThreshold) : -1;
     this._handle.owner = this;
     this._peerTakesSegments = false;
     // Say what we can receive. Only native channels that may use segments
@@ -176,10 +213,19 @@ class Channel extends EventEmitter {
     this._helloRole = options.hello === 'client' || options.hello === 'server' ? options.hello : null;
     this._helloDone = false;
     if (this._ringsOffered && this._helloRole === null) this._handle.allowRings();
+    // This end takes recycled segments (and future-write-sealed transfers)
+    // when it trusts the peer not to change bytes after sending them.
+    this._acceptsPool = this._canTakeSegments && this.segmentPool && typeof this._handle.acceptSegmentPool === 'function';
+    // A receiver maps at most this much of the peer's recycled segments at
+    // once (the peer's pool, plus segments it dropped that we have not yet
+    // heard about); past it a new segment is refused.
+    if (this._acceptsPool) this._handle.acceptSegmentPool(MAX_MAPPED_FACTOR * this.segmentPoolMaxBytes);
     if (this._canTakeSegments || this._ringsOffered) {
-      this._sendInternal(this._ringsOffered
+      const caps = this._ringsOffered
         ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }
-        : { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true });
+        : { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true };
+      if (this._acceptsPool) caps.pool = true;
+      this._sendInternal(caps);
     }
     // Handles (descriptors beside a NODE_HANDLE frame) need a unix socket
     // this process reads natively: fork channels and named unix channels.
@@ -291,7 +337,7 @@ class Channel extends EventEmitter {
       }
     }
     // Throws (coded) if the value cannot be encoded; nothing is queued then.
-    this._pushed = transfer === undefined ? this._handle.write(message) : this._handle.write(message, transfer);
+    this._pushed = transfer === undefined ? this._write(message) : this._handle.write(message, transfer);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     const queued = this.writableLength;
@@ -660,6 +706,10 @@ class Channel extends EventEmitter {
       if (message.segments === true && this._canTakeSegments && !this._peerTakesSegments) {
         this._peerTakesSegments = true;
         this._handle.enableOutOfLine();
+        if (message.pool === true && this.segmentPool && typeof this._handle.enableSegmentPool === 'function') {
+          this._poolSending = true;
+          this._handle.enableSegmentPool(this.segmentPoolMaxBytes, this.segmentPoolMaxCount);
+        }
       }
       // Rings start once both ends offered them and, on channels that run
       // the hello, the hello is done (until then the gate holds every
@@ -682,6 +732,11 @@ class Channel extends EventEmitter {
       this._segmentsAcked += n;
       this._segmentBytesAcked += bytes;
       this._maybeDrain();
+    } else if (message.cmd === CMD.SEGMENT_RETURN) {
+      this._onSegmentsReturned(message.ids);
+    } else if (message.cmd === CMD.SEGMENT_DROP) {
+      // Ids we never mapped are ignored: dropping them cannot hurt us.
+      if (this._acceptsPool && validSegmentIds(message.ids)) this._handle.forgetSegments(message.ids);
     } else if (message.cmd === CMD.HANDLE) {
       // A plain Node peer passed a handle. The descriptor was closed on
       // arrival; refuse in Node's own protocol so the sender does not wait
@@ -737,16 +792,58 @@ class Channel extends EventEmitter {
       `peer's responder failed: ${remote.message}`, undefined, { remote }));
   }
 
+  // The addon says these recycled segments are no longer read here.
+  _returnSegments(ids) {
+    for (let i = 0; i < ids.length; i += MAX_SEGMENT_IDS) {
+      this._sendInternal({ cmd: CMD.SEGMENT_RETURN, ids: ids.slice(i, i + MAX_SEGMENT_IDS) });
+    }
+  }
+
+  // The peer handed recycled segments back. An id we did not send, or one
+  // already back, means the peer is confused or hostile: the pool's
+  // bookkeeping cannot be trusted any more, so the channel closes.
+  _onSegmentsReturned(ids) {
+    if (this._state === 'closed') return;
+    if (!this._poolSending || !validSegmentIds(ids) || this._handle.recycleSegments(ids) !== true) {
+      this._protocolError('invalid recycled segment return');
+      return;
+    }
+    this._forgetDropped(this._handle.takeDroppedSegments() || []);
+    // Idle from now on until the next return: trim when the timer fires.
+    if (this._poolTimer !== null) clearTimeout(this._poolTimer);
+    this._poolTimer = setTimeout(() => {
+      this._poolTimer = null;
+      if (this._state === 'open') this._forgetDropped(this._handle.trimSegments() || []);
+    }, this.segmentPoolIdleTimeout);
+    this._poolTimer.unref();
+  }
+
+  _forgetDropped(ids) {
+    for (let i = 0; i < ids.length; i += MAX_SEGMENT_IDS) {
+      this._sendInternal({ cmd: CMD.SEGMENT_DROP, ids: ids.slice(i, i + MAX_SEGMENT_IDS) });
+    }
+  }
+
   // The peer broke procwire's control protocol: the channel cannot be
   // trusted any more and is closed.
   _protocolError(message) {
     this._finish('protocol-error', makeError('ERR_PROCWIRE_PROTOCOL', message));
   }
 
+  // One message to the handle's queue -> total bytes ever queued. Throws
+  // (coded) if the value cannot be encoded; nothing is queued then.
+  _write(message) {
+    if (this._fastMaxView >= 0) {
+      const length = fastCodec.encodeToScratch(message, this._fastMaxView);
+      if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
+    }
+    return this._handle.write(message);
+  }
+
   _sendInternal(message) {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
-      this._pushed = this._handle.write(message);
+      this._pushed = this._write(message);
       this._scheduleFlush();
     } catch (err) {
       this._emitError(err);
@@ -902,6 +999,10 @@ class Channel extends EventEmitter {
     }
     this._finalStats = this.stats();
     this._state = 'closed';
+    if (this._poolTimer !== null) {
+      clearTimeout(this._poolTimer);
+      this._poolTimer = null;
+    }
     // A handle still waiting for its answer is let go, as Node closes it on
     // disconnect.
     if (this._handles !== null) this._handles._release();
@@ -952,6 +1053,15 @@ function mayBePooled(ab) {
 // Buffer pool, is shared with other Buffers, so it is left out of the list
 // and its bytes are copied as for any other message; detaching it would
 // empty unrelated Buffers and break every later Buffer.allocUnsafe.
+// The ids of a SEGRET or SEGDROP message: a non-empty array of u32 > 0.
+function validSegmentIds(ids) {
+  if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_SEGMENT_IDS) return false;
+  for (const id of ids) {
+    if (!Number.isInteger(id) || id < 1 || id > 0xffffffff) return false;
+  }
+  return true;
+}
+
 function transferList(list) {
   if (!Array.isArray(list)) throw invalidArg('options.transfer must be an array');
   const out = [];

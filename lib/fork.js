@@ -25,7 +25,8 @@ const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
-  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests', 'rings'];
+  'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests', 'rings',
+  'segmentPool', 'segmentPoolMaxBytes', 'segmentPoolMaxCount', 'segmentPoolIdleTimeout'];
 // Node 26 dropped child._channel (DEP0129 reached end of life).
 const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 
@@ -198,6 +199,10 @@ function fork(modulePath, args, options) {
     outOfLineThreshold: options.outOfLineThreshold,
     requestTimeout: options.requestTimeout,
     maxSegmentsInFlight: options.maxSegmentsInFlight,
+    segmentPool: options.segmentPool,
+    segmentPoolMaxBytes: options.segmentPoolMaxBytes,
+    segmentPoolMaxCount: options.segmentPoolMaxCount,
+    segmentPoolIdleTimeout: options.segmentPoolIdleTimeout,
     maxConcurrentRequests: options.maxConcurrentRequests,
   });
   setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });

@@ -9,7 +9,7 @@ const { listen, connect } = require('./transport');
 const { Server } = require('./transport/socket');
 const errors = require('./errors');
 const { binding } = require('./native');
-const { validateSize } = require('./validate');
+const { validateSize, invalidArg } = require('./validate');
 
 // A Buffer over a shared-memory segment: sent with { transfer: [buf] } to a
 // procwire peer, it moves without a byte copied.
@@ -18,6 +18,20 @@ function alloc(size) {
   const buf = binding.alloc(size);
   if (typeof buf === 'string') throw errors.systemError('ERR_PROCWIRE_TRANSFER', buf, 'memfd_create');
   return buf;
+}
+
+// Hands a received Buffer's recycled shared-memory segment back to its
+// sender now, instead of when the Buffer is collected. The Buffer (and every
+// view of its ArrayBuffer) becomes empty. Returns false, doing nothing, for
+// anything else (an ordinary Buffer, one from a sealed segment, the JS
+// fallback).
+function release(view) {
+  let ab = view;
+  if (ArrayBuffer.isView(view)) ab = view.buffer;
+  if (!(ab instanceof ArrayBuffer)) {
+    throw invalidArg('release() takes an ArrayBuffer, a Buffer or a typed array');
+  }
+  return typeof binding.releaseSegment === 'function' ? binding.releaseSegment(ab) === true : false;
 }
 
 function getCluster() {
@@ -33,6 +47,7 @@ module.exports = {
   listen,
   connect,
   alloc,
+  release,
   errors: errors.classes,
   codes: Object.keys(errors.CODES),
   native: require('./native').native,

@@ -9,6 +9,10 @@ const INTERNAL_PREFIX = 'NODE_';
 const CMD = Object.freeze({
   CAPABILITIES: 'NODE_PROCWIRE_CAPS',
   SEGMENT_ACK: 'NODE_PROCWIRE_SEGACK',
+  // Recycled segments: the receiver hands ids back (SEGRET); the sender
+  // tells it to unmap ids it dropped (SEGDROP).
+  SEGMENT_RETURN: 'NODE_PROCWIRE_SEGRET',
+  SEGMENT_DROP: 'NODE_PROCWIRE_SEGDROP',
   REQUEST: 'NODE_PROCWIRE_REQ',
   RESPONSE: 'NODE_PROCWIRE_RES',
   HELLO: 'NODE_PROCWIRE_HELLO',
@@ -44,6 +48,12 @@ Object.freeze(VIEW_INDEX_BY_NAME);
 // frame's n shared-memory segments (a V8 payload always starts with 0xFF).
 const SEGMENTS_CONTROL_BYTE = 0xfe;
 const MAX_SEGMENTS_PER_FRAME = 64;
+// First payload byte of the control frame [0xFC][n] + n × [kind][u32 id][u32
+// length] announcing the next frame's segments when some are recycled, and
+// the entry kinds (docs/protocol.md).
+const POOLED_SEGMENTS_CONTROL_BYTE = 0xfc;
+const SEGMENT_ENTRY_SIZE = 9;
+const SEGMENT_KIND = Object.freeze({ SEALED: 0, POOLED_NEW: 1, POOLED: 2 });
 
 // Largest message by default, on every path (inline, segments, transfer).
 const DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024 * 1024;
@@ -72,6 +82,9 @@ module.exports = {
   VIEW_INDEX_BY_NAME,
   SEGMENTS_CONTROL_BYTE,
   MAX_SEGMENTS_PER_FRAME,
+  POOLED_SEGMENTS_CONTROL_BYTE,
+  SEGMENT_ENTRY_SIZE,
+  SEGMENT_KIND,
   DEFAULT_MAX_MESSAGE_SIZE,
   DEFAULT_HELLO_TIMEOUT,
   NATS_CONTROL_HEADER,

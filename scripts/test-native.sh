@@ -129,6 +129,6 @@ run_fuzzer() {
 run_fuzzer framer "FrameReader and the V8 payload scan" "$root/src/core/frame_reader.cc" "$root/src/core/v8_scan.cc"
 run_fuzzer ring "the shared-memory ring's reader and writer" "$root/src/core/ring.cc"
 run_fuzzer inbound "the inbound control protocol and descriptor queue" "$root/src/core/inbound.cc" \
-  "$root/src/core/frame_reader.cc" "$root/src/core/socket_io.cc"
+  "$root/src/core/frame_reader.cc" "$root/src/core/socket_io.cc" "$root/src/core/shm.cc"
 
 echo "== native tests passed"

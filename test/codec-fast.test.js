@@ -169,6 +169,9 @@ describe('fast path: bytes and values equal Node\'s', () => {
         const decoded = fast.decode(reference.subarray(4));
         if (decoded !== fast.NOT_FAST) {
           corpus.assertCase(c, decoded, 'fast decoder');
+          // Again: a key sequence met before is made by its object template.
+          corpus.assertCase(c, fast.decode(reference.subarray(4)), 'fast decoder, second time');
+          corpus.assertCase(c, fast.decode(reference.subarray(4)), 'fast decoder, third time');
           read++;
         }
       }
@@ -436,5 +439,54 @@ describe('fast path: differential fuzzer', () => {
       else rejected++;
     }
     assert.ok(accepted > 100, `only ${accepted} mutated payloads decoded (${rejected})`);
+  });
+});
+
+// What a channel writes on the wire. Its send() encodes with the fast path
+// (and ValueSerializer for what that declines), so the bytes a plain Node
+// child reads must be the codec's. The child here is /bin/sh copying the
+// channel's socket (fd 3) into a file until the parent disconnects.
+describe('fast path on a channel: the bytes on the wire', () => {
+  const fs = require('fs');
+  const os = require('os');
+  const path = require('path');
+  test('procwire.fork (advanced, plain child): every corpus message is the codec\'s frame', T, async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-wire-'));
+    const file = path.join(dir, 'wire.bin');
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const cases = corpus.build().filter((c) => c.send && !c.large);
+    assert.ok(cases.length > 80, `only ${cases.length} cases`);
+    const expected = [];
+    const child = procwire.fork(file, [], {
+      execPath: '/bin/sh', execArgv: ['-c', 'exec cat <&3 >"$0"'], serialization: 'advanced', child: 'node',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    try {
+      for (const c of cases) {
+        // The fast path writes the canonical form of a value whose bytes
+        // follow V8's internal representation (see corpus.js); what it
+        // declines, ValueSerializer writes as Node does.
+        const viaFast = fastBytes(c.value) !== null;
+        expected.push(corpus.referenceEncode(viaFast && c.canonical ? c.canonical() : c.value));
+        child.send(c.value);
+      }
+      child.disconnect();
+      const { code, signal } = await exited;
+      assert.strictEqual(signal, null);
+      assert.strictEqual(code, 0);
+      const wire = fs.readFileSync(file);
+      let at = 0;
+      cases.forEach((c, i) => {
+        assertSameBytes(wire.subarray(at, at + expected[i].length), expected[i], c.name);
+        at += expected[i].length;
+      });
+      assert.strictEqual(at, wire.length);
+    } finally {
+      clearTimeout(timer);
+      corpus.cleanupAll(cases);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 });

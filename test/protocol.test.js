@@ -25,6 +25,11 @@ test('C++ and JavaScript protocol numbers agree', () => {
   assert.strictEqual(cppConstant('kHostTagSegmentView'), protocol.HOST_TAG.SEGMENT_VIEW);
   assert.strictEqual(cppConstant('kSegmentsControlByte'), protocol.SEGMENTS_CONTROL_BYTE);
   assert.strictEqual(cppConstant('kMaxSegmentsPerFrame'), protocol.MAX_SEGMENTS_PER_FRAME);
+  assert.strictEqual(cppConstant('kPooledSegmentsControlByte'), protocol.POOLED_SEGMENTS_CONTROL_BYTE);
+  assert.strictEqual(cppConstant('kSegmentEntrySize'), protocol.SEGMENT_ENTRY_SIZE);
+  assert.strictEqual(cppConstant('kSegmentSealed'), protocol.SEGMENT_KIND.SEALED);
+  assert.strictEqual(cppConstant('kSegmentPooledNew'), protocol.SEGMENT_KIND.POOLED_NEW);
+  assert.strictEqual(cppConstant('kSegmentPooled'), protocol.SEGMENT_KIND.POOLED);
   assert.strictEqual(cppConstant('kDefaultMaxMessageSize'), protocol.DEFAULT_MAX_MESSAGE_SIZE);
 });
 

@@ -8,9 +8,16 @@
 
 const path = require('path');
 
-const channel = process.env.PROCWIRE_CHANNEL_FD !== undefined
-  ? require(path.join(__dirname, '..', '..')).parent
-  : process;
+const { isMainThread, parentPort } = require('worker_threads');
+
+// In a worker thread (the worker_threads peer) the channel is parentPort,
+// which says postMessage for send; the thread ends when the driver
+// terminates it.
+const channel = !isMainThread
+  ? { on: (event, fn) => { if (event === 'message') parentPort.on('message', fn); }, send: (m) => parentPort.postMessage(m) }
+  : process.env.PROCWIRE_CHANNEL_FD !== undefined
+    ? require(path.join(__dirname, '..', '..')).parent
+    : process;
 
 let running = false;
 let inflight = 0;

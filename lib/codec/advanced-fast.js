@@ -54,6 +54,16 @@ const MathCeil = Math.ceil;
 const BigIntCtor = BigInt;
 const bufferWrite = Buffer.prototype.write;
 const bufferToString = Buffer.prototype.toString;
+// Buffer's per-encoding methods skip write()'s and toString()'s argument
+// parsing, which costs more than the copy for a short string. Every Node
+// line this package supports has them; the generic methods stand in
+// otherwise.
+const latin1Write = typeof Buffer.prototype.latin1Write === 'function'
+  ? Buffer.prototype.latin1Write
+  : function latin1Write(s, offset, length) { return bufferWrite.call(this, s, offset, length, 'latin1'); };
+const latin1Slice = typeof Buffer.prototype.latin1Slice === 'function'
+  ? Buffer.prototype.latin1Slice
+  : function latin1Slice(from, to) { return bufferToString.call(this, 'latin1', from, to); };
 const bufferCopy = Buffer.prototype.copy;
 const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
 const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;
@@ -104,7 +114,21 @@ const NOT_FAST = { notFast: true };
 // per message is the copy the caller keeps (or the native queue's).
 const INITIAL_SCRATCH = 16 * 1024;
 const KEEP_SCRATCH = 1024 * 1024;
-let out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+let scratchBuffer = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+// encodeCopy writes its frames straight into a slab, one after another, as
+// Buffer.allocUnsafe does into Node's pool: the frame the caller keeps is a
+// view of the slab, made without a copy and without a temporary view. A
+// slab is never written again where a frame was handed out.
+const SLAB_SIZE = 16 * 1024;
+// Frames from this size on get exact memory of their own instead (so a
+// kept frame does not pin a mostly empty slab), and a slab with less room
+// left than this is replaced before the next frame.
+const SLAB_FRAME_MAX = 2 * 1024;
+let slab = null;
+let slabPos = 0;
+// The buffer being written, where the frame in it starts, the next byte.
+let out = scratchBuffer;
+let start = 0;
 let pos = 0;
 // Object ids, as V8 assigns them: every object, array, date and view, in
 // the order first met; a second meeting writes a back-reference. The first
@@ -149,12 +173,22 @@ function configure(options) {
   if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
 }
 
+// Moves the frame written so far (from `start`) to the start of the
+// scratch buffer, grown if need be (a frame that outgrows the slab
+// continues there, and encodeCopy copies it out).
 function grow(need) {
-  let size = out.length * 2;
-  while (size < pos + need) size *= 2;
-  const bigger = Buffer.allocUnsafeSlow(size);
-  bufferCopy.call(out, bigger, 0, 0, pos);
-  out = bigger;
+  const used = pos - start;
+  let target = scratchBuffer;
+  if (target === out || target.length < used + need) {
+    let size = (out.length > target.length ? out.length : target.length) * 2;
+    while (size < used + need) size *= 2;
+    target = Buffer.allocUnsafeSlow(size);
+    scratchBuffer = target;
+  }
+  if (used > 0) bufferCopy.call(out, target, 0, start, pos);
+  out = target;
+  pos = used;
+  start = 0;
 }
 
 function writeVarint(v) {
@@ -225,7 +259,7 @@ function writeString(s) {
   if (pos + 6 + len > out.length) grow(6 + len);
   out[pos++] = T_ONE_BYTE;
   writeVarint(len);
-  pos += bufferWrite.call(out, s, pos, len, 'latin1');
+  pos += latin1Write.call(out, s, pos, len);
 }
 
 function writeTwoByte(s) {
@@ -233,7 +267,7 @@ function writeTwoByte(s) {
   if (pos + 7 + bytes > out.length) grow(7 + bytes);
   // V8 aligns the characters to an even offset of its buffer, which starts
   // at the frame (Node writes the length placeholder first).
-  if ((pos + 1 + varintSize(bytes)) & 1) out[pos++] = T_PADDING;
+  if ((pos - start + 1 + varintSize(bytes)) & 1) out[pos++] = T_PADDING;
   out[pos++] = T_TWO_BYTE;
   writeVarint(bytes);
   pos += bufferWrite.call(out, s, pos, bytes, 'utf16le');
@@ -461,16 +495,20 @@ function writeView(view) {
   }
 }
 
-// value -> the frame's length at the start of scratch(), or -1 when declined.
-function encodeToScratch(value, maxView) {
-  if (encoding) return -1;  // a getter encoding another message
+// Writes value's frame into `buffer` from `at` (even); leaves it in `out`
+// from `start` to `pos` and returns true, or returns false when declined.
+function encodeInto(buffer, at, value, maxView) {
+  if (encoding) return false;  // a getter encoding another message
   encoding = true;
   plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
-  pos = 4;
+  out = buffer;
+  start = at;
+  pos = at + 4;
   nextId = 0;
   maxViewBytes = maxView === undefined ? Infinity : maxView;
   let ok = false;
   try {
+    if (pos + 2 > out.length) grow(2);
     out[pos++] = T_VERSION;
     out[pos++] = VERSION;
     writeValue(value);
@@ -483,37 +521,60 @@ function encodeToScratch(value, maxView) {
     if (nextId > LINEAR_IDS) ids.clear();
     encoding = false;
   }
-  if (!ok || pos - 4 > 0xffffffff) {
+  const payload = pos - start - 4;
+  if (!ok || payload > 0xffffffff) return false;
+  out[start] = payload >>> 24;
+  out[start + 1] = (payload >>> 16) & 0xff;
+  out[start + 2] = (payload >>> 8) & 0xff;
+  out[start + 3] = payload & 0xff;
+  return true;
+}
+
+// value -> the frame's length at the start of scratch(), or -1 when declined.
+function encodeToScratch(value, maxView) {
+  const ok = encodeInto(scratchBuffer, 0, value, maxView);
+  if (!ok) {
     shrink();
     return -1;
   }
-  const payload = pos - 4;
-  out[0] = payload >>> 24;
-  out[1] = (payload >>> 16) & 0xff;
-  out[2] = (payload >>> 8) & 0xff;
-  out[3] = payload & 0xff;
   return pos;
 }
 
 // value -> frame in the scratch buffer (valid until the next call), or null.
 function encode(value, maxView) {
   const length = encodeToScratch(value, maxView);
-  return length < 0 ? null : out.subarray(0, length);
+  return length < 0 ? null : scratchBuffer.subarray(0, length);
 }
 
-// value -> a fresh Buffer holding the frame, or null.
+// value -> a Buffer of its own holding the frame, or null.
 function encodeCopy(value, maxView) {
-  const length = encodeToScratch(value, maxView);
-  if (length < 0) return null;
+  // A slab that is full, or detached by someone who transferred a frame's
+  // ArrayBuffer, is replaced.
+  if (slab === null || slab.length - slabPos < SLAB_FRAME_MAX) {
+    slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
+    slabPos = 0;
+  }
+  const ok = encodeInto(slab, slabPos, value, maxView);
+  if (!ok) return null;
+  const length = pos - start;
+  if (out === slab && length < SLAB_FRAME_MAX) {
+    const frame = slab.subarray(start, pos);
+    // The next frame starts 8-aligned, so a two-byte string's alignment
+    // (which counts from the frame's start) and aligned views stay right.
+    slabPos = (pos + 7) & ~7;
+    return frame;
+  }
+  // A big frame: exact memory of its own. It was written into the slab's
+  // free end (which the next frame overwrites) or into the scratch buffer.
   const copy = Buffer.allocUnsafe(length);
-  Uint8ArraySet.call(copy, length === out.length ? out : new Uint8Array(out.buffer, out.byteOffset, length));
+  Uint8ArraySet.call(copy, new Uint8Array(out.buffer, out.byteOffset + start, length));
   if (length > 65536) shrink();
   return copy;
 }
 
 // The scratch buffer the last encodeToScratch wrote its frame into.
 function scratch() {
-  return out;
+  return scratchBuffer;
 }
 
 function cleanup(err) {
@@ -523,7 +584,8 @@ function cleanup(err) {
 
 // After a very large message, the scratch memory goes back to its first size.
 function shrink() {
-  if (out.length > KEEP_SCRATCH) out = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+  if (scratchBuffer.length > KEEP_SCRATCH) scratchBuffer = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
+  out = scratchBuffer;
 }
 
 // ---- decoder ---------------------------------------------------------------
@@ -534,7 +596,10 @@ let end = 0;
 let ab = null;    // its ArrayBuffer and where the payload starts in it
 let base = 0;
 let copyAll = false;
-const objects = [];  // object id -> object (undefined while a host object is read)
+// object id -> object (undefined while a host object is read,
+// PENDING_OBJECT while a plain object's properties are read)
+const objects = [];
+const PENDING_OBJECT = { pending: true };
 let objectCount = 0;
 let decoding = false;
 let bail = false;  // set by a reader that leaves the payload to V8
@@ -595,7 +660,7 @@ function readOneByte() {
         return hit;
       }
     }
-    const s = bufferToString.call(u, 'latin1', p, p + len);
+    const s = latin1Slice.call(u, p, p + len);
     cache[slot] = s;
     p += len;
     return s;
@@ -608,7 +673,7 @@ function readOneByte() {
     bail = true;
     return '';
   }
-  const s = bufferToString.call(u, 'latin1', p, p + len);
+  const s = latin1Slice.call(u, p, p + len);
   p += len;
   return s;
 }
@@ -647,6 +712,12 @@ function readValue() {
       const id = readVarint();
       const o = id < objectCount ? objects[id] : undefined;
       if (o === undefined) throw NOT_FAST;
+      if (o === PENDING_OBJECT) {
+        // A cycle: the object is made now and filled when its end is read.
+        const early = {};
+        objects[id] = early;
+        return early;
+      }
       return o;
     }
     case T_DOUBLE: return readDouble();
@@ -698,12 +769,125 @@ function readProperties(o, endTag, isArray) {
   }
 }
 
+// Plain objects are made by templates: a function per key sequence,
+// holding one object literal (`{ "id": s[b], "method": s[b + 1] }`), found
+// through a trie keyed by the (cached, so identical) key strings. Adding
+// properties one by one to a fresh object costs a megamorphic keyed store
+// and an `in` check per property; a literal makes the object with its final
+// shape at once. A literal defines its properties, as ValueDeserializer
+// does: no setter up the prototype chain runs. A template is made the second
+// time a key sequence is met, only for distinct keys that are not
+// `__proto__` (which a literal would treat as the prototype); everything
+// else takes the property-by-property path. The trie and the templates are
+// bounded, so a peer sending endless new keys costs bounded memory.
+const TEMPLATE_MAX_KEYS = 32;
+const TRIE_MAX_NODES = 8192;
+const TEMPLATE_MAX = 1024;
+let trieNodes = 0;
+let templatesMade = 0;
+// Made false for good when the process forbids code generation from strings.
+let templatesEnabled = true;
+
+function newTrieNode() {
+  return { next: null, make: null, hits: 0 };
+}
+const trieRoot = newTrieNode();
+
+function trieChild(node, key) {
+  const next = node.next;
+  let child = next === null ? undefined : next.get(key);
+  if (child === undefined) {
+    if (trieNodes >= TRIE_MAX_NODES) return null;
+    trieNodes++;
+    child = newTrieNode();
+    if (next === null) node.next = new Map([[key, child]]);
+    else next.set(key, child);
+  }
+  return child;
+}
+
+// The keys and values of the objects being read, nested objects above their
+// parent's (each readObject owns the part from its base).
+const keyStack = [];
+const valueStack = [];
+let sp = 0;
+let spHigh = 0;
+
+function makeTemplate(node, base, n) {
+  node.make = false;  // unless made below
+  if (!templatesEnabled || templatesMade >= TEMPLATE_MAX) return;
+  const seen = new Set();
+  let body = 'return {';
+  for (let i = 0; i < n; i++) {
+    const k = keyStack[base + i];
+    if (typeof k !== 'string' || k === '__proto__' || seen.has(k)) return;
+    seen.add(k);
+    // JSON's string syntax is valid JavaScript string syntax (ES2019).
+    body += `${i > 0 ? ', ' : ''}${JSON.stringify(k)}: s[b + ${i}]`;
+  }
+  body += ' };';
+  try {
+    node.make = new Function('s', 'b', body);
+    templatesMade++;
+  } catch {
+    templatesEnabled = false;
+  }
+}
+
 function readObject() {
-  const o = {};
-  addObject(o);
-  const n = readProperties(o, T_END_OBJECT, false);
-  if (bail) return o;
+  const id = objectCount;
+  // Made at the end, unless a back-reference from inside it (a cycle)
+  // needs it earlier (see readValue).
+  addObject(PENDING_OBJECT);
+  const base = sp;
+  let node = trieRoot;
+  let n = 0;
+  for (;;) {
+    if (peekTag() === T_END_OBJECT) {
+      p++;
+      break;
+    }
+    const k = readValue();
+    if (bail) return null;
+    if (typeof k !== 'string') {
+      if (typeof k !== 'number') throw NOT_FAST;
+      node = null;
+    } else if (k === '__proto__') {
+      throw NOT_FAST;
+    } else if (node !== null) {
+      node = n < TEMPLATE_MAX_KEYS ? trieChild(node, k) : null;
+    }
+    const v = readValue();
+    if (bail) return null;
+    keyStack[sp] = k;
+    valueStack[sp] = v;
+    sp++;
+    n++;
+  }
+  if (sp > spHigh) spHigh = sp;
   if (readVarint() !== n) throw NOT_FAST;
+  let o = objects[id];
+  if (o === PENDING_OBJECT && node !== null && typeof node.make === 'function') {
+    o = node.make(valueStack, base);
+  } else {
+    if (o === PENDING_OBJECT) o = {};
+    for (let i = base; i < sp; i++) {
+      const k = keyStack[i];
+      const v = valueStack[i];
+      if (k in o) {
+        // V8 refuses a key met twice; and it defines properties, so a
+        // setter or a read-only property up the prototype chain changes
+        // nothing.
+        if (ObjectHasOwn(o, k)) throw NOT_FAST;
+        ObjectDefineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+      } else {
+        o[k] = v;
+      }
+    }
+    if (node !== null && node.make === null && ++node.hits >= 2) makeTemplate(node, base, n);
+  }
+  sp = base;
+  objects[id] = o;
   return o;
 }
 
@@ -796,6 +980,12 @@ function readView() {
   if (index > 13 || (index === FLOAT16_INDEX && Float16 === null)) throw NOT_FAST;
   const element = ELEMENT_SIZE[index];
   if (byteLength % element !== 0 || byteLength > end - p) throw NOT_FAST;
+  if (ab === null) {
+    // The payload's memory, looked up once per message; an on-heap array
+    // moves off the heap here, so the offset is read after.
+    ab = typedArrayBuffer.call(u);
+    base = typedArrayByteOffset.call(u);
+  }
   const offset = base + p;
   p += byteLength;
   // Aligned views borrow the input memory, as Node's do; others copy.
@@ -818,7 +1008,14 @@ function decode(view, copyViews) {
   if (decoding) return NOT_FAST;
   let buffer, offset, length;
   const isBuffer = ObjectGetPrototypeOf(view) === BufferPrototype;
-  if (isBuffer || !isDataView(view)) {
+  if (isBuffer) {
+    // Reading `buffer` is a call into V8's C++ (and may have to move an
+    // on-heap array's bytes): only a view in the payload needs it, so
+    // readView gets it then.
+    buffer = null;
+    offset = typedArrayByteOffset.call(view);
+    length = typedArrayByteLength.call(view);
+  } else if (!isDataView(view)) {
     buffer = typedArrayBuffer.call(view);
     offset = typedArrayByteOffset.call(view);
     length = typedArrayByteLength.call(view);
@@ -850,9 +1047,14 @@ function decode(view, copyViews) {
     decoding = false;
     u = null;
     ab = null;
-    // Forget the decoded objects without shrinking the list (cheaper).
+    // Forget the decoded objects and values without shrinking the lists
+    // (cheaper).
     for (let i = 0; i < objectCount; i++) objects[i] = undefined;
     objectCount = 0;
+    const top = sp > spHigh ? sp : spHigh;
+    for (let i = 0; i < top; i++) valueStack[i] = undefined;
+    sp = 0;
+    spHigh = 0;
   }
 }
 

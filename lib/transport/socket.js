@@ -123,6 +123,12 @@ function channelOptions(options, address) {
     rings: options.rings,
     outOfLineThreshold: options.outOfLineThreshold,
     maxSegmentsInFlight: options.maxSegmentsInFlight,
+    // Recycled, writable segments are off by default between unrelated
+    // processes (see docs/rings.md); both ends must turn them on.
+    segmentPool: options.segmentPool,
+    segmentPoolMaxBytes: options.segmentPoolMaxBytes,
+    segmentPoolMaxCount: options.segmentPoolMaxCount,
+    segmentPoolIdleTimeout: options.segmentPoolIdleTimeout,
   };
 }
 

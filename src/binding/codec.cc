@@ -254,7 +254,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
       }
     }
     if (!ool_->enabled || length < ool_->threshold || length > 0xffffffffu ||
-        ool_->fds.size() >= kMaxSegmentsPerFrame) {
+        ool_->refs.size() >= kMaxSegmentsPerFrame) {
       return true;
     }
     // Copy the whole buffer when the view covers most of it, so other views
@@ -263,14 +263,41 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     const uint8_t* base = static_cast<const uint8_t*>(ab->Data());
     const bool whole = ab->ByteLength() <= 2 * length && ab->ByteLength() <= 0xffffffffu;
     const uint8_t* from = whole ? base : base + v->ByteOffset();
-    const int fd = CreateSealedCopy(from, whole ? ab->ByteLength() : length);
-    if (fd < 0) return true;  // no memfd to be had: send inline
-    ool_->fds.push_back(fd);
+    const size_t size = whole ? ab->ByteLength() : length;
+    if (!PlaceInPool(from, size)) {
+      const int fd = CreateSealedCopy(from, size);
+      if (fd < 0) return true;  // no memfd to be had: send inline
+      ool_->fds.push_back(fd);
+      ool_->refs.push_back(SegmentRef{protocol::kSegmentSealed, 0, 0});
+    }
     ool_->sources.emplace_back();
     if (whole) ool_->sources.back().Reset(data_->isolate, ab);
-    ool_->segment_bytes += whole ? ab->ByteLength() : length;
-    *segment = static_cast<int>(ool_->fds.size() - 1);
+    ool_->segment_bytes += size;
+    *segment = static_cast<int>(ool_->refs.size() - 1);
     *offset = whole ? v->ByteOffset() : 0;
+    return true;
+  }
+
+  // Copies bytes into a recycled, pre-faulted segment of the channel's pool
+  // (one warm memcpy, no page faults). False when there is no pool or it
+  // has no room: the caller makes a sealed copy instead.
+  bool PlaceInPool(const uint8_t* from, size_t size) {
+    if (ool_->pool == nullptr) return false;
+    PooledSegment seg;
+    if (ool_->pool->Acquire(size, &seg) < 0) return false;
+    if (seg.fresh) {
+      // The queue closes the descriptors it sends; the pool keeps its own.
+      const int copy = fcntl(seg.fd, F_DUPFD_CLOEXEC, 0);
+      if (copy < 0) {
+        ool_->pool->Discard(seg.id);  // the receiver never heard of it
+        return false;
+      }
+      ool_->fds.push_back(copy);
+    }
+    if (size > 0) std::memcpy(seg.data, from, size);
+    ool_->refs.push_back(SegmentRef{seg.fresh ? protocol::kSegmentPooledNew : protocol::kSegmentPooled, seg.id,
+                                    static_cast<uint32_t>(size)});
+    ool_->any_pooled = true;
     return true;
   }
 
@@ -421,6 +448,7 @@ bool PrepareTransfers(AddonData* data, Local<Context> context, v8::ValueSerializ
       return false;
     }
     ool->fds.push_back(fd);
+    ool->refs.push_back(SegmentRef{protocol::kSegmentSealed, 0, 0});
     ool->sources.emplace_back(data->isolate, ab);
     ool->segment_bytes += ab->ByteLength();
     serializer->TransferArrayBuffer(static_cast<uint32_t>(i), ab);
@@ -429,19 +457,22 @@ bool PrepareTransfers(AddonData* data, Local<Context> context, v8::ValueSerializ
 }
 
 // After a successful encode: detaches every transferred buffer (the sender
-// loses access, as with postMessage), which unmaps an allocated segment's
+// loses access, as with postMessage), which releases an allocated segment's
 // shared mapping, then seals that segment so the receiver cannot see later
-// writes.
+// writes. Strict: the mapping is torn down now and F_SEAL_WRITE applied;
+// otherwise (a trusting peer) F_SEAL_FUTURE_WRITE at once and the mapping
+// is torn down in the background, so the cost does not grow with the size.
 bool FinishTransfers(AddonData* data, Local<Context> context, OutOfLine* ool) {
   for (size_t i = 0; i < ool->transfer.size(); i++) {
     Local<ArrayBuffer> ab = ool->transfer[i];
     std::shared_ptr<BackingStore> store = ab->GetBackingStore();
+    if (ool->strict_transfer) UnmapAllocatedNow(store->Data());
     if (ab->IsDetachable()) {
       if (ab->Detach(Local<Value>()).IsNothing()) return false;
     }
     store.reset();
     if (ool->enabled && i < ool->fds.size()) {
-      const int r = SealSegment(ool->fds[i]);
+      const int r = SealTransferred(ool->fds[i], ool->strict_transfer);
       // EPERM: already sealed (a copy made above). EBUSY: the memory is still
       // mapped writable elsewhere (another holder of the backing store).
       if (r < 0 && r != -EPERM) {
@@ -574,14 +605,24 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
 
 }  // namespace
 
+void AbandonSegments(OutOfLine* ool) {
+  for (int fd : ool->fds) CloseFd(fd);
+  ool->fds.clear();
+  if (ool->pool != nullptr) {
+    for (const SegmentRef& ref : ool->refs) {
+      if (ref.kind == protocol::kSegmentPooledNew) ool->pool->Discard(ref.id);
+      if (ref.kind == protocol::kSegmentPooled) ool->pool->Recycle(ref.id);
+    }
+  }
+  ool->refs.clear();
+  ool->any_pooled = false;
+}
+
 bool EncodeFrame(AddonData* data, Local<Context> context, WireFormat format, Local<Value> value,
                  EncodedFrame* out, OutOfLine* ool) {
   if (format == WireFormat::kAdvanced) {
     const bool ok = EncodeAdvanced(data, context, value, out, ool);
-    if (!ok && ool != nullptr) {
-      for (int fd : ool->fds) CloseFd(fd);
-      ool->fds.clear();
-    }
+    if (!ok && ool != nullptr) AbandonSegments(ool);
     return ok;
   }
   if (!EncodeJson(data, context, value, out)) return false;

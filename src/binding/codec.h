@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "../core/frame_reader.h"
+#include "../core/protocol.h"
+#include "../core/shm.h"
 #include "addon_data.h"
 #include "check.h"
 
@@ -24,6 +26,10 @@ struct EncodedFrame {
   uint8_t* data = nullptr;
   size_t size = 0;
 };
+
+// One segment of an out-of-line message, as the control frame names it
+// (kind, recycled segment id, bytes of the message in it).
+using SegmentRef = SegmentEntry;
 
 // Out-of-line sending (procwire peers over unix sockets only): large views
 // travel in sealed memfd segments passed beside the frame, and the payload
@@ -45,7 +51,21 @@ struct OutOfLine {
   // own, so a Local made there would not outlive the call.
   std::vector<v8::Global<v8::ArrayBuffer>> sources;
   size_t segment_bytes = 0;
+  // Copies go into recycled segments from this pool when it has room (null:
+  // always a fresh sealed copy). Set only towards a peer that accepts them.
+  SegmentPool* pool = nullptr;
+  // Transfers are sealed with F_SEAL_WRITE (true; the sender's mapping is
+  // torn down first) or F_SEAL_FUTURE_WRITE (false; a trusting peer).
+  bool strict_transfer = true;
+  // One entry per segment, in reference order (see SegmentRef).
+  std::vector<SegmentRef> refs;
+  bool any_pooled = false;
 };
+
+// Gives back what an encode took for a frame that will not be sent after
+// all: closes the descriptors and returns recycled segments to the pool (one
+// the peer has never seen is destroyed instead).
+void AbandonSegments(OutOfLine* ool);
 
 // At most this many segments travel with one message (one sendmsg's worth of
 // descriptors on the receiving side); further large views go inline.

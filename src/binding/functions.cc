@@ -203,6 +203,13 @@ void Alloc(const FunctionCallbackInfo<Value>& args) {
   }
 }
 
+// releaseSegment(arrayBuffer) -> true when it was over a peer's recycled
+// segment and is now detached (the segment goes back to its sender).
+void ReleaseSegment(const FunctionCallbackInfo<Value>& args) {
+  const bool released = args[0]->IsArrayBuffer() && ReleaseReceivedSegment(args[0].As<v8::ArrayBuffer>());
+  args.GetReturnValue().Set(released);
+}
+
 void SetFunction(Isolate* isolate, Local<Context> context, Local<Object> target, Local<v8::External> data,
                  const char* name, v8::FunctionCallback fn) {
   Local<Function> f = FunctionTemplate::New(isolate, fn, data)->GetFunction(context).ToLocalChecked();
@@ -228,6 +235,7 @@ void InitFunctions(AddonData* data, Local<Context> context, Local<Object> export
   SetFunction(isolate, context, exports, external, "connectTcp", ConnectTcpJs);
   SetFunction(isolate, context, exports, external, "peerCredentials", PeerCredentialsJs);
   SetFunction(isolate, context, exports, external, "alloc", Alloc);
+  SetFunction(isolate, context, exports, external, "releaseSegment", ReleaseSegment);
 }
 
 }  // namespace procwire

@@ -92,6 +92,11 @@ class NativeChannel final : public HandleWrap {
     on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
     on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
     on_connect_.Reset(isolate, GetFunction(context, callbacks, "onconnect"));
+    Local<Value> on_return;
+    if (callbacks->Get(context, OneByteString(isolate, "onsegmentreturn")).ToLocal(&on_return) &&
+        on_return->IsFunction()) {
+      on_segment_return_.Reset(isolate, on_return.As<Function>());
+    }
     if (ool_enabled_) inbound_.AcceptSegments();
     CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
     AttachUvHandle(reinterpret_cast<uv_handle_t*>(&poll_));
@@ -165,6 +170,8 @@ class NativeChannel final : public HandleWrap {
     OutOfLine ool;
     ool.enabled = self->ool_send_;
     ool.threshold = self->ool_threshold_;
+    ool.pool = self->send_pool_.get();
+    ool.strict_transfer = !self->trusting_peer_;
     if (args[1]->IsArray()) {
       Local<Array> list = args[1].As<Array>();
       for (uint32_t i = 0; i < list->Length(); i++) {
@@ -185,19 +192,32 @@ class NativeChannel final : public HandleWrap {
     }
     if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame, &ool)) return;
     if (!self->CheckSize(context, frame, ool.segment_bytes)) {
-      for (int fd : ool.fds) CloseFd(fd);
+      AbandonSegments(&ool);
       return;
     }
-    if (!ool.fds.empty()) {
+    if (!ool.refs.empty()) {
       // The control frame goes first and carries the descriptors, so they
       // reach the peer no later than the frame that refers to them.
-      const size_t segment_count = ool.fds.size();
-      uint8_t* control = static_cast<uint8_t*>(std::malloc(kAdvancedHeaderSize + 2));
-      CHECK_NOT_NULL(control);
-      WriteU32BigEndian(control, 2);
-      control[4] = kSegmentsControlByte;
-      control[5] = static_cast<uint8_t>(segment_count);
-      self->queue_.Push(OutChunk{control, kAdvancedHeaderSize + 2, FreeBlock, nullptr, std::move(ool.fds)});
+      const size_t segment_count = ool.refs.size();
+      uint8_t* control;
+      size_t control_size;
+      if (ool.any_pooled) {
+        // [0xFC][n] + n × [kind][u32 id][u32 length] (docs/protocol.md).
+        const size_t payload = SegmentAnnouncementSize(segment_count);
+        control_size = kAdvancedHeaderSize + payload;
+        control = static_cast<uint8_t*>(std::malloc(control_size));
+        CHECK_NOT_NULL(control);
+        WriteU32BigEndian(control, static_cast<uint32_t>(payload));
+        EncodeSegmentAnnouncement(ool.refs.data(), segment_count, control + kAdvancedHeaderSize);
+      } else {
+        control_size = kAdvancedHeaderSize + 2;
+        control = static_cast<uint8_t*>(std::malloc(control_size));
+        CHECK_NOT_NULL(control);
+        WriteU32BigEndian(control, 2);
+        control[4] = kSegmentsControlByte;
+        control[5] = static_cast<uint8_t>(segment_count);
+      }
+      self->queue_.Push(OutChunk{control, control_size, FreeBlock, nullptr, std::move(ool.fds)});
       self->counters_.ool_messages_out++;
       self->counters_.ool_bytes_out += static_cast<double>(ool.segment_bytes);
       if (self->shared_ != nullptr) {
@@ -237,6 +257,29 @@ class NativeChannel final : public HandleWrap {
     args.GetReturnValue().Set(self->TotalPushed());
   }
 
+  // writeFrame(view, length) -> total bytes ever queued: the first `length`
+  // bytes of view are one whole advanced frame (u32 BE length + payload)
+  // that lib/codec/advanced-fast.js wrote into its scratch memory. It is
+  // copied, held to maxMessageSize and queued (or put in the ring) as
+  // write() does with what ValueSerializer writes, counted the same way.
+  static void WriteFrame(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsArrayBufferView());
+    CHECK(args[1]->IsUint32());
+    Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
+    const size_t size = args[1].As<v8::Uint32>()->Value();
+    CHECK(size <= view->ByteLength());
+    EncodedFrame frame;
+    frame.size = size;
+    frame.data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
+    CHECK_NOT_NULL(frame.data);
+    view->CopyContents(frame.data, size);
+    if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), frame, 0)) return;
+    self->Enqueue(frame);
+    args.GetReturnValue().Set(self->TotalPushed());
+  }
+
   // flush() -> total bytes written so far, or -errno when the socket failed.
   static void Flush(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
@@ -260,6 +303,126 @@ class NativeChannel final : public HandleWrap {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     self->inbound_.AcceptHandles();
+  }
+
+  // enableSegmentPool(maxBytes, maxCount): the peer takes recycled segments
+  // (it announced `pool`, so it also trusts future-write-sealed transfers):
+  // copies go into this channel's pool of pre-faulted segments.
+  static void EnableSegmentPool(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    if (!args[0]->IsNumber() || !args[1]->IsNumber() || self->send_pool_ != nullptr) return;
+    const double max_bytes = args[0].As<Number>()->Value();
+    const double max_count = args[1].As<Number>()->Value();
+    if (!(max_bytes >= 0) || !(max_count >= 0)) return;
+    const size_t bytes = max_bytes >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_bytes);
+    self->send_pool_.reset(new SegmentPool(size_t{64} << 10, bytes));
+    self->send_pool_->SetLimits(bytes, max_count >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_count));
+    self->trusting_peer_ = true;
+  }
+
+  // acceptSegmentPool(maxMappedBytes): we announce `pool`: the peer may
+  // send recycled segments ([0xFC] control frames, at most maxMappedBytes
+  // of them mapped at once) and future-write-sealed transfers.
+  static void AcceptSegmentPool(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    if (self->received_pool_ != nullptr || !self->ool_enabled_ || self->closing_ || !args[0]->IsNumber()) return;
+    const double max_mapped = args[0].As<Number>()->Value();
+    if (!(max_mapped >= 0)) return;
+    self->inbound_.AcceptPooledSegments();
+    self->received_pool_.reset(new ReceivedSegmentPool(
+        self->data_->loop, [self](std::vector<uint32_t>& ids) { self->OnSegmentsFree(ids); },
+        max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
+  }
+
+  // recycleSegments(ids) -> false when an id was not in flight (a confused
+  // or hostile peer); the others are idle again.
+  static void RecycleSegments(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    bool ok = self->send_pool_ != nullptr && args[0]->IsArray();
+    if (ok) {
+      Local<Context> context = args.GetIsolate()->GetCurrentContext();
+      Local<Array> list = args[0].As<Array>();
+      for (uint32_t i = 0; i < list->Length(); i++) {
+        Local<Value> item;
+        if (!list->Get(context, i).ToLocal(&item)) return;
+        const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
+        if (!(id >= 1 && id <= 4294967295.0) || self->send_pool_->Recycle(static_cast<uint32_t>(id)) < 0) ok = false;
+      }
+    }
+    args.GetReturnValue().Set(ok);
+  }
+
+  static Local<Array> IdArray(Isolate* isolate, const std::vector<uint32_t>& ids) {
+    Local<Context> context = isolate->GetCurrentContext();
+    Local<Array> out = Array::New(isolate, static_cast<int>(ids.size()));
+    for (size_t i = 0; i < ids.size(); i++) {
+      out->Set(context, static_cast<uint32_t>(i), Integer::NewFromUnsigned(isolate, ids[i])).Check();
+    }
+    return out;
+  }
+
+  // takeDroppedSegments() -> ids the pool destroyed since the last call
+  // (the peer must be told to unmap them).
+  static void TakeDroppedSegments(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    std::vector<uint32_t> ids;
+    if (self->send_pool_ != nullptr) ids = self->send_pool_->TakeDropped();
+    args.GetReturnValue().Set(IdArray(args.GetIsolate(), ids));
+  }
+
+  // trimSegments() -> ids of every idle segment, now destroyed.
+  static void TrimSegments(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    std::vector<uint32_t> ids;
+    if (self->send_pool_ != nullptr) {
+      ids = self->send_pool_->TakeDropped();
+      self->send_pool_->TrimIdle(&ids);
+    }
+    args.GetReturnValue().Set(IdArray(args.GetIsolate(), ids));
+  }
+
+  // forgetSegments(ids): the peer destroyed these; unknown ids are ignored.
+  static void ForgetSegments(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    if (self->received_pool_ == nullptr || !args[0]->IsArray()) return;
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    Local<Array> list = args[0].As<Array>();
+    for (uint32_t i = 0; i < list->Length(); i++) {
+      Local<Value> item;
+      if (!list->Get(context, i).ToLocal(&item)) return;
+      const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
+      if (id >= 1 && id <= 4294967295.0) self->received_pool_->Forget(static_cast<uint32_t>(id));
+    }
+  }
+
+  // segmentPoolStats() -> [segments, bytes, in flight] of our pool, then
+  // [segments, bytes] of the peer's segments we map.
+  static void SegmentPoolStats(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    // Reachable after close (the object is gone): nothing to do then.
+    if (self == nullptr) return;
+    Isolate* isolate = args.GetIsolate();
+    Local<Context> context = isolate->GetCurrentContext();
+    const SegmentPool* p = self->send_pool_.get();
+    const ReceivedSegmentPool* r = self->received_pool_.get();
+    const double v[5] = {p ? static_cast<double>(p->segments()) : 0, p ? static_cast<double>(p->total_bytes()) : 0,
+                         p ? static_cast<double>(p->in_flight()) : 0, r ? static_cast<double>(r->segments()) : 0,
+                         r ? static_cast<double>(r->mapped_bytes()) : 0};
+    Local<Array> out = Array::New(isolate, 5);
+    for (int i = 0; i < 5; i++) out->Set(context, i, Number::New(isolate, v[i])).Check();
+    args.GetReturnValue().Set(out);
   }
 
   static void EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
@@ -412,6 +575,7 @@ class NativeChannel final : public HandleWrap {
     on_write_.Reset();
     on_end_.Reset();
     on_connect_.Reset();
+    on_segment_return_.Reset();
     shared_counters_.Reset();
     shared_ = nullptr;
   }
@@ -1014,7 +1178,8 @@ class NativeChannel final : public HandleWrap {
     InSegments* with_segments = nullptr;
     const char* bad_segments = nullptr;
     if (ool_enabled_) {
-      bad_segments = MapSegments(isolate, &claimed.fds, &segments);
+      bad_segments = claimed.entries.empty() ? MapSegments(isolate, &claimed.fds, &segments)
+                                             : TakePooledSegments(isolate, claimed.entries, &claimed.fds, &segments);
       // Even with none announced, a procwire peer's frame may only refer to
       // segments it announced: an empty list turns stray references into
       // coded errors rather than "unknown tag".
@@ -1087,7 +1252,10 @@ class NativeChannel final : public HandleWrap {
       // One message's segments together are held to maxMessageSize, as
       // its inline bytes are; each is checked before it is mapped.
       const size_t max = reader_.max_payload_size();
-      if (bad == nullptr && MapReceivedSegment(isolate, fd, max - message_bytes, &error).ToLocal(&ab)) {
+      // A peer that takes recycled segments trusts ours, so it also takes
+      // transfers sealed only against future writers.
+      if (bad == nullptr &&
+          MapReceivedSegment(isolate, fd, max - message_bytes, &error, received_pool_ != nullptr).ToLocal(&ab)) {
         message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
@@ -1103,6 +1271,81 @@ class NativeChannel final : public HandleWrap {
     }
     fds->clear();
     return bad;
+  }
+
+  // The segments of a message announced by [0xFC] (docs/protocol.md): one
+  // entry each, some recycled; fds hold the descriptors of the sealed and
+  // new recycled ones, in entry order (owned here, closed here). Every
+  // recycled segment named is taken, even after an earlier entry failed, so
+  // that it goes back to the sender once unused. Returns why the message's
+  // segments failed, or nullptr.
+  const char* TakePooledSegments(Isolate* isolate, const std::vector<SegmentEntry>& entries,
+                                 std::vector<int>* fds, InSegments* segments) {
+    const char* bad = nullptr;
+    const size_t max = reader_.max_payload_size();
+    size_t message_bytes = 0;
+    size_t next_fd = 0;
+    for (const SegmentEntry& e : entries) {
+      int fd = -1;
+      if (e.kind != protocol::kSegmentPooled && next_fd < fds->size()) fd = (*fds)[next_fd++];
+      taken_segments_++;
+      int error = 0;
+      Local<ArrayBuffer> ab;
+      bool ok;
+      if (e.kind == protocol::kSegmentSealed) {
+        ok = bad == nullptr && fd >= 0 &&
+             MapReceivedSegment(isolate, fd, max - message_bytes, &error, /*accept_future_write=*/true).ToLocal(&ab);
+      } else {
+        ok = received_pool_ != nullptr;
+        if (ok && e.kind == protocol::kSegmentPooledNew) {
+          // Segments come in power-of-two classes: one may be up to twice
+          // the largest message it can hold.
+          const size_t max_segment = max > SIZE_MAX / 2 ? SIZE_MAX : 2 * max;
+          const int r = e.id == 0 || fd < 0 ? -EINVAL : received_pool_->Add(e.id, fd, max_segment);
+          if (r < 0) {
+            ok = false;
+            error = -r;
+          }
+        }
+        if (ok) ok = received_pool_->Take(isolate, e.id, e.length, &error).ToLocal(&ab);
+        if (ok && (bad != nullptr || e.length > max - message_bytes)) {
+          // Taken only to be handed back once collected.
+          if (bad == nullptr) error = EFBIG;
+          ok = false;
+        }
+      }
+      if (fd >= 0) CloseFd(fd);
+      if (ok) {
+        message_bytes += ab->ByteLength();
+        counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
+        taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
+        segments->buffers.push_back(ab);
+      } else if (bad == nullptr) {
+        bad = error == EPERM    ? "a received segment is not a memfd with the required seals"
+              : error == EFBIG  ? "a received segment is larger than maxMessageSize"
+              : error == EEXIST ? "a new recycled segment reuses an id already mapped"
+              : error == ENOENT ? "a recycled segment id that was never announced"
+              : error == EINVAL ? "a recycled segment with id 0"
+              : error == ENOSPC ? "the peer's recycled segments exceed what this end maps at once"
+                                : "a received segment could not be mapped";
+        segments->buffers.clear();
+      }
+    }
+    for (size_t i = next_fd; i < fds->size(); i++) CloseFd((*fds)[i]);
+    fds->clear();
+    return bad;
+  }
+
+  // Recycled segments whose ArrayBuffers V8 freed: JavaScript hands them
+  // back to the peer. Runs from the pool's async handle, on the loop.
+  void OnSegmentsFree(std::vector<uint32_t>& ids) {
+    if (closing_ || ended_ || teardown_ || on_segment_return_.IsEmpty()) return;
+    Isolate* isolate = data_->isolate;
+    HandleScope scope(isolate);
+    Local<Context> context = context_.Get(isolate);
+    Context::Scope context_scope(context);
+    Local<Value> argv[] = {IdArray(isolate, ids)};
+    Call(on_segment_return_, 1, argv);
   }
 
   // The stream ended, once: onend(reason name, coded error or undefined,
@@ -1124,6 +1367,9 @@ class NativeChannel final : public HandleWrap {
   // The socket's poll handle and, with rings, the eventfd's: the object
   // goes when the last has closed.
   void CloseUvHandles() override {
+    // No more returns: the pool's async handle closes, and the mappings
+    // stay only as long as received Buffers use them.
+    if (received_pool_ != nullptr) received_pool_->Close();
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnUvHandleClosed);
     if (ring_poll_started_) {
@@ -1180,6 +1426,13 @@ class NativeChannel final : public HandleWrap {
   double frame_bytes_ = 0;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
+  // Recycled segments: our pool (the peer takes them) and the peer's
+  // segments we map (we announced `pool`); see src/binding/segments.h.
+  std::unique_ptr<SegmentPool> send_pool_;
+  std::unique_ptr<ReceivedSegmentPool> received_pool_;
+  // The peer announced `pool`: transfers to it are sealed future-write.
+  bool trusting_peer_ = false;
+  Global<Function> on_segment_return_;
   // Optional counters shared with JavaScript (see New).
   Global<v8::Float64Array> shared_counters_;
   double* shared_ = nullptr;
@@ -1197,8 +1450,16 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   ch->InstanceTemplate()->SetInternalFieldCount(1);
   SetMethod(isolate, ch, external, "write", NativeChannel::Write);
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
+  SetMethod(isolate, ch, external, "writeFrame", NativeChannel::WriteFrame);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
+  SetMethod(isolate, ch, external, "enableSegmentPool", NativeChannel::EnableSegmentPool);
+  SetMethod(isolate, ch, external, "acceptSegmentPool", NativeChannel::AcceptSegmentPool);
+  SetMethod(isolate, ch, external, "recycleSegments", NativeChannel::RecycleSegments);
+  SetMethod(isolate, ch, external, "takeDroppedSegments", NativeChannel::TakeDroppedSegments);
+  SetMethod(isolate, ch, external, "trimSegments", NativeChannel::TrimSegments);
+  SetMethod(isolate, ch, external, "forgetSegments", NativeChannel::ForgetSegments);
+  SetMethod(isolate, ch, external, "segmentPoolStats", NativeChannel::SegmentPoolStats);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
   SetMethod(isolate, ch, external, "acceptHandles", NativeChannel::AcceptHandles);
   SetMethod(isolate, ch, external, "allowRings", NativeChannel::AllowRings);

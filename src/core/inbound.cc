@@ -21,6 +21,8 @@ const char* InboundErrorMessage(InboundError error) {
       return "a segment announcement followed another one before its message";
     case InboundError::kMalformedRingSetup:
       return "malformed ring set-up";
+    case InboundError::kUnexpectedPooledAnnouncement:
+      return "recycled segments from a peer this end does not take them from";
   }
   return "unknown inbound error";
 }
@@ -70,6 +72,7 @@ Inbound::Status Inbound::OnFrame(const uint8_t* payload, size_t size, Source sou
     }
     out->kind = FrameKind::kRingSetup;
     out->fds.clear();
+    out->entries.clear();
     for (int i = 0; i < 2; i++) {
       out->fds.push_back(pending_.front());
       pending_.pop_front();
@@ -89,11 +92,34 @@ Inbound::Status Inbound::OnFrame(const uint8_t* payload, size_t size, Source sou
     announcement_open_ = true;
     out->kind = FrameKind::kSegmentAnnouncement;
     out->fds.clear();
+    out->entries.clear();
+    return Status::kOk;
+  }
+  if (segments_ && size >= 1 && payload[0] == protocol::kPooledSegmentsControlByte) {
+    if (!pooled_) return Fail(InboundError::kUnexpectedPooledAnnouncement);
+    std::vector<SegmentEntry> entries;
+    size_t count = 0;
+    if (!ParseSegmentAnnouncement(payload, size, &entries, &count)) {
+      return Fail(InboundError::kMalformedAnnouncement);
+    }
+    if (announcement_open_) return Fail(InboundError::kAnnouncementNotFollowed);
+    if (pending_.size() < count) return Fail(InboundError::kAnnouncementWithoutDescriptors);
+    for (size_t i = 0; i < count; i++) {
+      announced_.push_back(pending_.front());
+      pending_.pop_front();
+    }
+    announced_entries_ = std::move(entries);
+    announcement_open_ = true;
+    out->kind = FrameKind::kSegmentAnnouncement;
+    out->fds.clear();
+    out->entries.clear();
     return Status::kOk;
   }
   out->kind = FrameKind::kMessage;
   out->fds = std::move(announced_);
   announced_.clear();
+  out->entries = std::move(announced_entries_);
+  announced_entries_.clear();
   announcement_open_ = false;
   return Status::kOk;
 }

@@ -28,6 +28,8 @@
 #include <deque>
 #include <vector>
 
+#include "shm.h"
+
 namespace procwire {
 
 // Closes descriptors on Inbound's behalf. The default closes them for real;
@@ -52,6 +54,9 @@ enum class InboundError : uint8_t {
   // A [0xFD] frame that is not exactly [0xFD][version] with its two
   // descriptors.
   kMalformedRingSetup,
+  // A [0xFC] announcement (recycled segments) to a channel that did not
+  // offer to take them.
+  kUnexpectedPooledAnnouncement,
 };
 
 // A sentence for the error (static storage).
@@ -74,6 +79,11 @@ class Inbound {
     FrameKind kind = FrameKind::kMessage;
     // Owned by the caller from now on.
     std::vector<int> fds;
+    // For a message announced by [0xFC]: one entry per segment, in
+    // reference order; fds then hold the descriptors of the entries of
+    // kinds kSegmentSealed and kSegmentPooledNew, in entry order. Empty
+    // after a [0xFE] announcement (every segment is one of fds).
+    std::vector<SegmentEntry> entries;
   };
 
   // Received descriptors waiting for the frame that claims them. They only
@@ -94,6 +104,9 @@ class Inbound {
   void AcceptSegments() { segments_ = true; }
   void AcceptHandles() { handles_ = true; }
   void AcceptRings() { rings_ = true; }
+  // Recycled segments: [0xFC] frames are announcements (with segments on);
+  // otherwise they close the channel.
+  void AcceptPooledSegments() { pooled_ = true; }
 
   // Takes the descriptors one recvmsg brought (fds is emptied). kError when
   // the queue would overflow (the extra descriptors are closed).
@@ -129,8 +142,10 @@ class Inbound {
   bool segments_ = false;
   bool handles_ = false;
   bool rings_ = false;
+  bool pooled_ = false;
   std::deque<int> pending_;
   std::vector<int> announced_;
+  std::vector<SegmentEntry> announced_entries_;
   bool announcement_open_ = false;
   InboundError error_ = InboundError::kNone;
 };

@@ -23,6 +23,20 @@ constexpr uint32_t kHostTagSegmentView = 2;
 // frame's n shared-memory segments. A V8 payload always starts with 0xFF.
 constexpr uint8_t kSegmentsControlByte = 0xFE;
 constexpr size_t kMaxSegmentsPerFrame = 64;
+// First payload byte of the control frame [0xFC][n] + n entries of
+// kSegmentEntrySize bytes ([kind][u32 id BE][u32 length BE]) that announces
+// the next frame's n segments when some are recycled (between peers that
+// announced `pool`). Descriptors ride on it for the entries of kinds
+// kSegmentSealed and kSegmentPooledNew, in entry order.
+constexpr uint8_t kPooledSegmentsControlByte = 0xFC;
+constexpr size_t kSegmentEntrySize = 9;
+// A single-use sealed segment (id and length unused: 0).
+constexpr uint8_t kSegmentSealed = 0;
+// A recycled segment the receiver has not mapped yet: map it, remember it
+// under `id`.
+constexpr uint8_t kSegmentPooledNew = 1;
+// A recycled segment the receiver has mapped under `id`.
+constexpr uint8_t kSegmentPooled = 2;
 
 // First payload byte of the ring set-up control frame [0xFD][version], which
 // carries the sender's outbound ring (memfd) and its eventfd; only sent to a

@@ -8,10 +8,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "frame_reader.h"
+#include "protocol.h"
 #include "socket_io.h"
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001U
+#endif
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1
 #endif
 #ifndef MFD_ALLOW_SEALING
 #define MFD_ALLOW_SEALING 0x0002U
@@ -75,10 +80,19 @@ int SealSegment(int fd) {
   return 0;
 }
 
-int VerifySegment(int fd, size_t* size) {
+int SealTransferred(int fd, bool strict) {
+  const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | (strict ? F_SEAL_WRITE : F_SEAL_FUTURE_WRITE);
+  if (fcntl(fd, F_ADD_SEALS, seals) < 0) return -errno;
+  return 0;
+}
+
+int VerifySegment(int fd, size_t* size, bool accept_future_write) {
   const int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0) return errno == EINVAL ? -EPERM : -errno;  // not a memfd
-  if ((seals & RequiredSeals()) != RequiredSeals()) return -EPERM;
+  const int size_seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW;
+  const bool write_sealed =
+      (seals & F_SEAL_WRITE) != 0 || (accept_future_write && (seals & F_SEAL_FUTURE_WRITE) != 0);
+  if ((seals & size_seals) != size_seals || !write_sealed) return -EPERM;
   struct stat st;
   if (fstat(fd, &st) < 0) return -errno;
   if (!S_ISREG(st.st_mode) || st.st_size < 0) return -EPERM;
@@ -103,6 +117,42 @@ void UnmapSegment(void* address, size_t size) {
 
 // ---- recycled segments ------------------------------------------------------
 
+size_t SegmentAnnouncementSize(size_t count) { return 2 + count * protocol::kSegmentEntrySize; }
+
+void EncodeSegmentAnnouncement(const SegmentEntry* entries, size_t count, uint8_t* out) {
+  out[0] = protocol::kPooledSegmentsControlByte;
+  out[1] = static_cast<uint8_t>(count);
+  uint8_t* p = out + 2;
+  for (size_t i = 0; i < count; i++) {
+    p[0] = entries[i].kind;
+    WriteU32BigEndian(p + 1, entries[i].id);
+    WriteU32BigEndian(p + 5, entries[i].length);
+    p += protocol::kSegmentEntrySize;
+  }
+}
+
+bool ParseSegmentAnnouncement(const uint8_t* payload, size_t size, std::vector<SegmentEntry>* entries,
+                              size_t* descriptors) {
+  entries->clear();
+  *descriptors = 0;
+  if (size < 2 || payload[0] != protocol::kPooledSegmentsControlByte) return false;
+  const size_t count = payload[1];
+  if (count == 0 || count > protocol::kMaxSegmentsPerFrame || size != SegmentAnnouncementSize(count)) return false;
+  const uint8_t* p = payload + 2;
+  for (size_t i = 0; i < count; i++) {
+    const SegmentEntry e{p[0], ReadU32BigEndian(p + 1), ReadU32BigEndian(p + 5)};
+    if (e.kind > protocol::kSegmentPooled) {
+      entries->clear();
+      *descriptors = 0;
+      return false;
+    }
+    if (e.kind != protocol::kSegmentPooled) ++*descriptors;
+    entries->push_back(e);
+    p += protocol::kSegmentEntrySize;
+  }
+  return true;
+}
+
 int PooledSeals() { return F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL; }
 
 int VerifyPooledSegment(int fd, size_t* size) {
@@ -118,6 +168,41 @@ int VerifyPooledSegment(int fd, size_t* size) {
 
 SegmentPool::SegmentPool(size_t min_class, size_t max_idle_bytes)
     : min_class_(min_class < 4096 ? 4096 : min_class), max_idle_bytes_(max_idle_bytes) {}
+
+void SegmentPool::SetLimits(size_t max_bytes, size_t max_count) {
+  max_bytes_ = max_bytes;
+  max_count_ = max_count;
+}
+
+std::vector<uint32_t> SegmentPool::TakeDropped() {
+  std::vector<uint32_t> out;
+  out.swap(dropped_);
+  return out;
+}
+
+bool SegmentPool::MakeRoom(size_t capacity) {
+  auto fits = [&] {
+    return entries_.size() < max_count_ && capacity <= max_bytes_ && total_bytes_ <= max_bytes_ - capacity;
+  };
+  // Give up before dropping anything when even an empty idle list would not
+  // make room: idle segments are worth keeping for the next message.
+  const size_t busy_bytes = total_bytes_ - idle_bytes_;
+  if (in_flight_ >= max_count_ || capacity > max_bytes_ || busy_bytes > max_bytes_ - capacity) return false;
+  while (!fits()) {
+    // The largest idle class first: fewest segments dropped for the room.
+    size_t best = 0;
+    for (auto& kv : idle_) {
+      if (!kv.second.empty() && kv.first > best) best = kv.first;
+    }
+    if (best == 0) return false;
+    const uint32_t id = idle_[best].back();
+    idle_[best].pop_back();
+    idle_bytes_ -= best;
+    Destroy(id);
+    dropped_.push_back(id);
+  }
+  return true;
+}
 
 SegmentPool::~SegmentPool() {
   for (auto& kv : entries_) {
@@ -150,6 +235,7 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
     return 0;
   }
   if (next_id_ == 0) return -EOVERFLOW;  // 4 billion segments made: ids would repeat
+  if (!MakeRoom(capacity)) return -ENOSPC;
   const int fd = CreateSegment(capacity);
   if (fd < 0) return fd;
   if (fcntl(fd, F_ADD_SEALS, PooledSeals()) < 0) {
@@ -167,6 +253,7 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
   const uint32_t id = next_id_++;
   entries_.emplace(id, Entry{fd, static_cast<uint8_t*>(p), capacity, true});
   in_flight_++;
+  total_bytes_ += capacity;
   *out = PooledSegment{id, fd, static_cast<uint8_t*>(p), capacity, true};
   return 0;
 }
@@ -179,11 +266,20 @@ int SegmentPool::Recycle(uint32_t id) {
   in_flight_--;
   if (idle_bytes_ + e.capacity > max_idle_bytes_) {
     Destroy(id);
+    dropped_.push_back(id);
     return 1;
   }
   idle_bytes_ += e.capacity;
   idle_[e.capacity].push_back(id);
   return 0;
+}
+
+bool SegmentPool::Discard(uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.in_flight) return false;
+  in_flight_--;
+  Destroy(id);
+  return true;
 }
 
 void SegmentPool::TrimIdle(std::vector<uint32_t>* dropped) {
@@ -202,6 +298,7 @@ void SegmentPool::Destroy(uint32_t id) {
   if (it == entries_.end()) return;
   munmap(it->second.data, it->second.capacity);
   CloseFd(it->second.fd);
+  total_bytes_ -= it->second.capacity;
   entries_.erase(it);
 }
 

@@ -37,7 +37,21 @@ int SealSegment(int fd);
 
 // Checks that fd is a memfd carrying RequiredSeals() and returns its size in
 // *size. Returns 0, -EPERM when seals are missing, or -errno.
-int VerifySegment(int fd, size_t* size);
+// accept_future_write: F_SEAL_FUTURE_WRITE may stand in for F_SEAL_WRITE
+// (a transfer between trusting peers, see SealTransferred).
+int VerifySegment(int fd, size_t* size, bool accept_future_write = false);
+
+// Seals a transferred segment (one made by CreateSegment and filled through
+// a shared mapping). strict: F_SEAL_WRITE, which the kernel grants only once
+// no writable mapping is left, so the caller must have unmapped its own
+// first (unmapping 64 MiB of touched pages costs about 3 ms). Otherwise
+// F_SEAL_FUTURE_WRITE, which costs nothing while the sender's mapping still
+// exists: no new writable mapping and no write(2) can change the bytes, but
+// a writable mapping made before the seal still can, so it only guards
+// against a sender that drops its own mapping (procwire's does, once the
+// Buffer is detached). Adds the shrink, grow and seal seals either way.
+// Returns 0 or -errno (-EPERM: already sealed, -EBUSY: still mapped, strict).
+int SealTransferred(int fd, bool strict);
 
 // Maps a segment: shared read-write (for segments being filled) or private
 // copy-on-write (for received, sealed segments). Returns nullptr on failure
@@ -46,6 +60,28 @@ void* MapSegment(int fd, size_t size, bool shared, int* error);
 void UnmapSegment(void* address, size_t size);
 
 // ---- recycled segments ------------------------------------------------------
+
+// One entry of a [0xFC] segment announcement (docs/protocol.md): the kind
+// (protocol::kSegmentSealed, kSegmentPooledNew, kSegmentPooled), the
+// recycled segment's id and the message's bytes in it.
+struct SegmentEntry {
+  uint8_t kind;
+  uint32_t id;
+  uint32_t length;
+};
+
+// The payload of a [0xFC] control frame for `count` entries (1..64):
+// 2 + count * protocol::kSegmentEntrySize bytes.
+size_t SegmentAnnouncementSize(size_t count);
+// Writes the payload ([0xFC][n] and the entries) to out, which has
+// SegmentAnnouncementSize(count) bytes.
+void EncodeSegmentAnnouncement(const SegmentEntry* entries, size_t count, uint8_t* out);
+// Parses a [0xFC] payload (any bytes). Returns true with the entries and
+// the number of descriptors they need (kinds 0 and 1), or false when it is
+// malformed: wrong first byte, a count of 0 or over 64, a size that does
+// not match the count, or an unknown kind.
+bool ParseSegmentAnnouncement(const uint8_t* payload, size_t size, std::vector<SegmentEntry>* entries,
+                              size_t* descriptors);
 //
 // A fresh segment is faulted in page by page as the sender copies into it,
 // which costs about as much as the copy itself; a sealed one can never be
@@ -92,23 +128,36 @@ class SegmentPool {
   // Segments come in power-of-two size classes from min_class bytes; at most
   // max_idle_bytes of idle segments are kept for reuse.
   explicit SegmentPool(size_t min_class = size_t{64} << 10, size_t max_idle_bytes = size_t{256} << 20);
+  // Bounds on everything the pool holds, idle and in flight: a new segment
+  // is made only while the pool stays within max_bytes and max_count
+  // (idle segments of other size classes are dropped first to make room).
+  // Defaults: no bound beyond the idle limit.
+  void SetLimits(size_t max_bytes, size_t max_count);
   ~SegmentPool();
   SegmentPool(const SegmentPool&) = delete;
   SegmentPool& operator=(const SegmentPool&) = delete;
 
   // A segment of at least `size` bytes (an idle one of the right class, or a
-  // new pre-faulted one), now in flight. Returns 0 or -errno.
+  // new pre-faulted one), now in flight. Returns 0, -ENOSPC when the limits
+  // leave no room (the caller sends another way), or -errno.
   int Acquire(size_t size, PooledSegment* out);
   // The receiver handed segment `id` back. Returns 0 when it is idle again,
   // 1 when it was dropped instead (the idle limit was reached; tell the
   // receiver to forget it), or -EINVAL for an id that is unknown or not in
   // flight (a confused or hostile receiver).
   int Recycle(uint32_t id);
+  // Destroys an in-flight segment the receiver never heard of (its message
+  // was not sent after all). Returns false for an id not in flight.
+  bool Discard(uint32_t id);
   // Drops every idle segment; returns their ids in *dropped (may be null) so
   // the receiver can be told to forget them.
   void TrimIdle(std::vector<uint32_t>* dropped);
+  // Ids of segments dropped by Recycle or to make room in Acquire since the
+  // last call (the receiver must be told to forget them); clears the list.
+  std::vector<uint32_t> TakeDropped();
 
   size_t segments() const { return entries_.size(); }
+  size_t total_bytes() const { return total_bytes_; }
   size_t in_flight() const { return in_flight_; }
   size_t idle_bytes() const { return idle_bytes_; }
 
@@ -122,8 +171,16 @@ class SegmentPool {
   size_t ClassFor(size_t size) const;
   void Destroy(uint32_t id);
 
+  // Drops idle segments (largest first) until a new one of `capacity` fits
+  // the limits; false when even an empty idle list leaves no room.
+  bool MakeRoom(size_t capacity);
+
   size_t min_class_;
   size_t max_idle_bytes_;
+  size_t max_bytes_ = SIZE_MAX;
+  size_t max_count_ = SIZE_MAX;
+  size_t total_bytes_ = 0;
+  std::vector<uint32_t> dropped_;
   uint32_t next_id_ = 1;
   size_t in_flight_ = 0;
   size_t idle_bytes_ = 0;

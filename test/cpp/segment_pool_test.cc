@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "inbound.h"
+#include "protocol.h"
 #include "socket_io.h"
 
 namespace procwire {
@@ -140,6 +142,190 @@ TEST(SegmentPool, IdleLimitDropsAndTrimForgets) {
     EXPECT_GT(again.id, s[2].id);  // ids are never reused
   }
   EXPECT_EQ(CountFds(), fds_before);
+}
+
+TEST(SegmentPool, LimitsBoundBytesAndCount) {
+  SegmentPool pool(64 * kKiB);
+  pool.SetLimits(256 * kKiB, 3);
+  PooledSegment a, b, c, d;
+  ASSERT_EQ(pool.Acquire(1, &a), 0);
+  ASSERT_EQ(pool.Acquire(1, &b), 0);
+  ASSERT_EQ(pool.Acquire(128 * kKiB, &c), 0);
+  EXPECT_EQ(pool.total_bytes(), 256 * kKiB);
+  // Full by bytes, and by count: nothing new while all are in flight.
+  EXPECT_EQ(pool.Acquire(1, &d), -ENOSPC);
+  EXPECT_EQ(pool.Acquire(256 * kKiB, &d), -ENOSPC);
+  EXPECT_EQ(pool.segments(), 3u);
+  // An idle segment of the class is reused; one of another class is
+  // dropped to make room, and its id is reported for the receiver.
+  ASSERT_EQ(pool.Recycle(a.id), 0);
+  ASSERT_EQ(pool.Acquire(10, &d), 0);
+  EXPECT_EQ(d.id, a.id);
+  ASSERT_EQ(pool.Recycle(c.id), 0);
+  EXPECT_TRUE(pool.TakeDropped().empty());
+  PooledSegment e;
+  ASSERT_EQ(pool.Recycle(b.id), 0);
+  ASSERT_EQ(pool.Acquire(200 * kKiB, &e), -ENOSPC);  // 256 KiB class: over the byte bound even when empty
+  pool.SetLimits(512 * kKiB, 3);
+  ASSERT_EQ(pool.Acquire(200 * kKiB, &e), 0);
+  const std::vector<uint32_t> dropped = pool.TakeDropped();
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0], c.id);  // the largest idle one went first
+  EXPECT_EQ(pool.segments(), 3u);
+  EXPECT_LE(pool.total_bytes(), 512 * kKiB);
+  EXPECT_TRUE(pool.TakeDropped().empty());
+}
+
+TEST(Segments, TransferSealsStrictAndTrusting) {
+  const size_t size = 64 * kKiB;
+  // Trusting: sealed while the sender's writable mapping still exists.
+  int fd = CreateSegment(size);
+  ASSERT_GE(fd, 0);
+  int err = 0;
+  void* p = MapSegment(fd, size, /*shared=*/true, &err);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 7, size);
+  ASSERT_EQ(SealTransferred(fd, /*strict=*/false), 0);
+  size_t got = 0;
+  EXPECT_EQ(VerifySegment(fd, &got), -EPERM);  // a strict receiver refuses it
+  ASSERT_EQ(VerifySegment(fd, &got, /*accept_future_write=*/true), 0);
+  EXPECT_EQ(got, size);
+  // No new writable mapping and no write(2) once sealed.
+  EXPECT_EQ(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
+  const char x = 'x';
+  EXPECT_EQ(pwrite(fd, &x, 1, 0), -1);
+  EXPECT_EQ(ftruncate(fd, 0), -1);
+  UnmapSegment(p, size);
+  CloseFd(fd);
+  // Strict: refused while mapped, granted once the mapping is gone.
+  fd = CreateSegment(size);
+  ASSERT_GE(fd, 0);
+  p = MapSegment(fd, size, /*shared=*/true, &err);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(SealTransferred(fd, /*strict=*/true), -EBUSY);
+  UnmapSegment(p, size);
+  ASSERT_EQ(SealTransferred(fd, /*strict=*/true), 0);
+  EXPECT_EQ(VerifySegment(fd, &got), 0);
+  EXPECT_EQ(SealTransferred(fd, /*strict=*/true), -EPERM);  // sealed for good
+  CloseFd(fd);
+}
+
+TEST(SegmentAnnouncement, RoundTripsAndRejectsMalformedPayloads) {
+  const SegmentEntry in[3] = {{protocol::kSegmentSealed, 0, 0},
+                              {protocol::kSegmentPooledNew, 7, 65536},
+                              {protocol::kSegmentPooled, 0xfffffffeu, 1}};
+  std::vector<uint8_t> buf(SegmentAnnouncementSize(3));
+  ASSERT_EQ(buf.size(), 2 + 3 * protocol::kSegmentEntrySize);
+  EncodeSegmentAnnouncement(in, 3, buf.data());
+  EXPECT_EQ(buf[0], protocol::kPooledSegmentsControlByte);
+  std::vector<SegmentEntry> out;
+  size_t fds = 99;
+  ASSERT_TRUE(ParseSegmentAnnouncement(buf.data(), buf.size(), &out, &fds));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(fds, 2u);  // the sealed and the new one carry descriptors
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT_EQ(out[i].kind, in[i].kind);
+    EXPECT_EQ(out[i].id, in[i].id);
+    EXPECT_EQ(out[i].length, in[i].length);
+  }
+  // One byte short or long, a wrong count, an unknown kind, the wrong byte.
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), buf.size() - 1, &out, &fds));
+  std::vector<uint8_t> longer = buf;
+  longer.push_back(0);
+  EXPECT_FALSE(ParseSegmentAnnouncement(longer.data(), longer.size(), &out, &fds));
+  std::vector<uint8_t> bad = buf;
+  bad[1] = 0;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  bad = buf;
+  bad[2 + protocol::kSegmentEntrySize] = 3;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(fds, 0u);
+  bad = buf;
+  bad[0] = protocol::kSegmentsControlByte;
+  EXPECT_FALSE(ParseSegmentAnnouncement(bad.data(), bad.size(), &out, &fds));
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), 0, &out, &fds));
+  EXPECT_FALSE(ParseSegmentAnnouncement(buf.data(), 1, &out, &fds));
+  // 65 entries: over the limit even when the size matches.
+  std::vector<SegmentEntry> many(65, SegmentEntry{protocol::kSegmentPooled, 1, 1});
+  std::vector<uint8_t> big(SegmentAnnouncementSize(65));
+  EncodeSegmentAnnouncement(many.data(), 65, big.data());
+  EXPECT_FALSE(ParseSegmentAnnouncement(big.data(), big.size(), &out, &fds));
+  // Random bytes never crash and never yield more entries than fit.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 100000; round++) {
+    std::vector<uint8_t> junk(rng() % 40);
+    for (auto& b : junk) b = static_cast<uint8_t>(rng());
+    if (!junk.empty() && rng() % 2 == 0) junk[0] = protocol::kPooledSegmentsControlByte;
+    if (ParseSegmentAnnouncement(junk.data(), junk.size(), &out, &fds)) {
+      EXPECT_EQ(junk.size(), SegmentAnnouncementSize(out.size()));
+      EXPECT_LE(fds, out.size());
+    }
+  }
+}
+
+// Counts the descriptors Inbound closes (numbers, never real descriptors).
+class CountingCloser final : public DescriptorCloser {
+ public:
+  void Close(int /*fd*/) override { closed++; }
+  int closed = 0;
+};
+
+TEST(InboundPooled, AnnouncementHandsEntriesAndTheirDescriptorsToTheMessage) {
+  const SegmentEntry entries[3] = {{protocol::kSegmentPooledNew, 5, 100},
+                                   {protocol::kSegmentPooled, 4, 10},
+                                   {protocol::kSegmentSealed, 0, 0}};
+  std::vector<uint8_t> control(SegmentAnnouncementSize(3));
+  EncodeSegmentAnnouncement(entries, 3, control.data());
+  const uint8_t message[] = {0xff, 0x0f};
+  {
+    // Not offered: the announcement closes the channel.
+    CountingCloser closer;
+    Inbound in(&closer);
+    in.AcceptSegments();
+    Inbound::Frame f;
+    EXPECT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+    EXPECT_EQ(in.error(), InboundError::kUnexpectedPooledAnnouncement);
+  }
+  CountingCloser closer;
+  Inbound in(&closer);
+  in.AcceptSegments();
+  in.AcceptPooledSegments();
+  std::vector<int> fds = {1001, 1002};
+  ASSERT_EQ(in.Receive(&fds), Inbound::Status::kOk);
+  Inbound::Frame f;
+  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.kind, Inbound::FrameKind::kSegmentAnnouncement);
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.kind, Inbound::FrameKind::kMessage);
+  EXPECT_EQ(f.fds, (std::vector<int>{1001, 1002}));  // the new and the sealed one, in entry order
+  ASSERT_EQ(f.entries.size(), 3u);
+  EXPECT_EQ(f.entries[1].id, 4u);
+  // The next message has none; only recycled ones need no descriptor.
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_TRUE(f.fds.empty() && f.entries.empty());
+  const SegmentEntry known = {protocol::kSegmentPooled, 4, 10};
+  std::vector<uint8_t> no_fds(SegmentAnnouncementSize(1));
+  EncodeSegmentAnnouncement(&known, 1, no_fds.data());
+  ASSERT_EQ(in.OnFrame(no_fds.data(), no_fds.size(), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  ASSERT_EQ(in.OnFrame(message, sizeof(message), Inbound::Source::kSocket, &f), Inbound::Status::kOk);
+  EXPECT_EQ(f.entries.size(), 1u);
+  EXPECT_TRUE(f.fds.empty());
+  // Descriptors missing, then a malformed one: errors, nothing leaked.
+  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+  EXPECT_EQ(in.error(), InboundError::kAnnouncementWithoutDescriptors);
+  EXPECT_EQ(closer.closed, 0);
+}
+
+TEST(InboundPooled, MalformedAnnouncementsFail) {
+  CountingCloser closer;
+  Inbound in(&closer);
+  in.AcceptSegments();
+  in.AcceptPooledSegments();
+  const uint8_t bad[] = {protocol::kPooledSegmentsControlByte, 1, 9, 0, 0, 0, 1, 0, 0, 0, 1};
+  Inbound::Frame f;
+  EXPECT_EQ(in.OnFrame(bad, sizeof(bad), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+  EXPECT_EQ(in.error(), InboundError::kMalformedAnnouncement);
 }
 
 TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {

@@ -1,0 +1,373 @@
+'use strict';
+// Recycled shared-memory segments (segmentPool): a sender's pool of
+// pre-faulted segments that the receiver hands back once the Buffers over
+// them are collected; bounds, idle trimming, hostile peers, leaks, and the
+// transfer seals each mode uses.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const crypto = require('crypto');
+const fs = require('fs');
+const v8 = require('v8');
+const vm = require('vm');
+const { once } = require('events');
+const procwire = require('..');
+const { namedPair } = require('./helpers/pair');
+
+// Returns depend on the receiver's garbage collection; the tests force it.
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc');
+
+if (process.argv[2] === 'child') {
+  // A procwire child: reports the length and edge bytes of what it got.
+  const ch = procwire.parent;
+  ch.on('message', (m) => {
+    if (m && m.op === 'check') {
+      ch.send({ op: 'check', length: m.data.length, first: m.data[0], last: m.data[m.data.length - 1] });
+      return;
+    }
+    ch.send(m);
+  });
+  return;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+// [our segments, our bytes, our in flight, peer's segments we map, their bytes]
+const S = { SEGMENTS: 0, BYTES: 1, IN_FLIGHT: 2, MAPPED: 3, MAPPED_BYTES: 4 };
+
+function poolStats(ch) {
+  return ch._handle.segmentPoolStats();
+}
+
+function openFds() {
+  return fs.readdirSync('/proc/self/fd').length;
+}
+
+// Bytes of memfd segments this process maps (procwire's own segments only).
+function mappedSegmentBytes() {
+  let bytes = 0;
+  for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    if (!line.includes('/memfd:procwire')) continue;
+    const [range] = line.split(' ');
+    const [from, to] = range.split('-').map((x) => BigInt(`0x${x}`));
+    bytes += Number(to - from);
+  }
+  return bytes;
+}
+
+// Polls until cond() holds (collecting garbage between tries), or fails.
+// A young-generation collection frees a just-received Buffer and is cheap;
+// a full one follows when that was not enough.
+async function until(cond, what, ms = 5000) {
+  const deadline = Date.now() + ms;
+  for (let round = 0; !cond(); round++) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    if (round % 4 === 0) gc({ type: 'minor' }); else gc();
+    await new Promise((r) => (round === 0 ? setImmediate(r) : setTimeout(r, 2)));
+  }
+}
+
+// Waits for message {i, payload} and checks it, keeping no reference.
+async function receiveOne(ch, i) {
+  const [m] = await once(ch, 'message');
+  assert.strictEqual(m.i, i);
+  assert.strictEqual(m.payload[0], i & 0xff);
+}
+
+// Sends {i, data} and checks what arrives (in a function of its own, so
+// the caller's frame keeps no reference to the received Buffer).
+async function sendAndCheck(p, i, data) {
+  p.client.send({ i, data });
+  const [m] = await once(p.serverSide, 'message');
+  assert.strictEqual(m.i, i);
+  assert.ok(m.data.equals(data), `message ${i} has its own bytes`);
+}
+
+async function pooledPair(options = {}) {
+  const p = await namedPair({ segmentPool: true, outOfLineThreshold: 64 * KiB, ...options });
+  // One round trip each way: both ends have read the other's capabilities.
+  p.client.send({ hello: 1 });
+  await once(p.serverSide, 'message');
+  p.serverSide.send({ hello: 2 });
+  await once(p.client, 'message');
+  return p;
+}
+
+test('named channels keep sealed single-use segments unless both ends turn the pool on', async () => {
+  const p = await namedPair();
+  try {
+    p.client.send({ hello: 1 });
+    await once(p.serverSide, 'message');
+    assert.strictEqual(p.client.segmentPool, false);
+    const data = crypto.randomBytes(2 * MiB);
+    p.client.send({ data });
+    const [m] = await once(p.serverSide, 'message');
+    assert.ok(m.data.equals(data));
+    assert.deepStrictEqual(poolStats(p.client), [0, 0, 0, 0, 0], 'no pool on either side');
+    assert.strictEqual(p.client.stats().outOfLine.messagesOut, 1);
+  } finally {
+    p.close();
+  }
+});
+
+test('a stream of large messages reuses a few recycled segments, each message with its own bytes', { timeout: 30_000 }, async () => {
+  const p = await pooledPair();
+  try {
+    for (let i = 0; i < 40; i++) {
+      if (i % 4 === 0) {
+        // Collected on the receiving side (no message of earlier rounds is
+        // referenced here any more): the segments come back.
+        await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
+      }
+      await sendAndCheck(p, i, crypto.randomBytes(1 * MiB + 1 + i));
+    }
+    const s = poolStats(p.client);
+    assert.ok(s[S.SEGMENTS] >= 1 && s[S.SEGMENTS] <= 4, `a few segments served 40 messages (${s})`);
+    assert.strictEqual(s[S.BYTES], s[S.SEGMENTS] * 2 * MiB, 'every one in the 2 MiB class');
+    assert.strictEqual(poolStats(p.serverSide)[S.MAPPED], s[S.SEGMENTS], 'the receiver maps each once');
+    assert.strictEqual(p.client.stats().outOfLine.messagesOut, 40);
+  } finally {
+    p.close();
+  }
+});
+
+test('pool bounds: a receiver that keeps every Buffer gets sealed copies past the bound', { timeout: 30_000 }, async () => {
+  const p = await pooledPair({ segmentPoolMaxCount: 2, segmentPoolMaxBytes: 8 * MiB });
+  try {
+    const kept = [];
+    for (let i = 0; i < 6; i++) {
+      const data = crypto.randomBytes(3 * MiB);
+      p.client.send({ data });
+      const [m] = await once(p.serverSide, 'message');
+      assert.ok(m.data.equals(data));
+      kept.push(m);
+    }
+    let s = poolStats(p.client);
+    assert.strictEqual(s[S.SEGMENTS], 2, 'never more than segmentPoolMaxCount');
+    assert.ok(s[S.BYTES] <= 8 * MiB);
+    assert.strictEqual(s[S.IN_FLIGHT], 2, 'both held by the receiver');
+    assert.strictEqual(p.client.stats().outOfLine.messagesOut, 6, 'the rest went as sealed copies');
+    // Bytes: a 4 MiB class would break the byte bound with two in flight.
+    const big = crypto.randomBytes(5 * MiB);
+    p.client.send({ big });
+    const [m] = await once(p.serverSide, 'message');
+    assert.ok(m.big.equals(big));
+    s = poolStats(p.client);
+    assert.ok(s[S.BYTES] <= 8 * MiB, `${s}`);
+    kept.length = 0;
+  } finally {
+    p.close();
+  }
+});
+
+test('release() hands a segment back at once, without waiting for garbage collection', { timeout: 30_000 }, async () => {
+  const p = await pooledPair();
+  try {
+    const kept = [];
+    for (let i = 0; i < 20; i++) {
+      const data = crypto.randomBytes(2 * MiB);
+      p.client.send({ data });
+      const [m] = await once(p.serverSide, 'message');
+      assert.ok(m.data.equals(data));
+      kept.push(m);  // still referenced: only release() can give it back
+      assert.strictEqual(procwire.release(m.data), true);
+      assert.strictEqual(m.data.length, 0, 'the released Buffer is empty');
+      assert.strictEqual(procwire.release(m.data), false, 'twice is a no-op');
+      await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'the segment back');
+    }
+    assert.strictEqual(poolStats(p.client)[S.SEGMENTS], 1, 'one segment served all 20');
+    assert.strictEqual(procwire.release(Buffer.alloc(10)), false, 'an ordinary Buffer is left alone');
+    assert.strictEqual(procwire.release(new ArrayBuffer(8)), false);
+    assert.throws(() => procwire.release('x'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+    kept.length = 0;
+  } finally {
+    p.close();
+  }
+});
+
+test('idle segments are trimmed and the receiver unmaps them', { timeout: 30_000 }, async () => {
+  const p = await pooledPair({ segmentPoolIdleTimeout: 50 });
+  try {
+    const before = mappedSegmentBytes();
+    for (let i = 0; i < 3; i++) {
+      p.client.send({ data: Buffer.alloc(1 * MiB, i) });
+      await once(p.serverSide, 'message');
+    }
+    await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
+    assert.ok(poolStats(p.client)[S.SEGMENTS] >= 1);
+    await until(() => poolStats(p.client)[S.SEGMENTS] === 0, 'the idle pool trimmed');
+    await until(() => poolStats(p.serverSide)[S.MAPPED] === 0, 'the receiver unmapped them');
+    assert.ok(mappedSegmentBytes() <= before, 'no segment mapping left in this process');
+  } finally {
+    p.close();
+  }
+});
+
+test('a peer returning ids it was never lent closes the channel with ERR_PROCWIRE_PROTOCOL', { timeout: 30_000 }, async () => {
+  for (const ids of [[12345], [0], ['1'], [], [1.5], 'x', [2 ** 32]]) {
+    const p = await pooledPair();
+    try {
+      const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
+      p.client.on('error', () => {});
+      p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids });
+      const [reason, err] = await closed;
+      assert.strictEqual(reason, 'protocol-error', JSON.stringify(ids));
+      assert.strictEqual(err.code, 'ERR_PROCWIRE_PROTOCOL');
+    } finally {
+      p.close();
+    }
+  }
+  // Returning a segment twice (the second time it is idle) is bogus too.
+  const p = await pooledPair();
+  try {
+    p.client.send({ data: Buffer.alloc(1 * MiB) });
+    await once(p.serverSide, 'message');
+    await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segment back');
+    const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
+    p.client.on('error', () => {});
+    p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids: [1] });
+    const [reason] = await closed;
+    assert.strictEqual(reason, 'protocol-error');
+  } finally {
+    p.close();
+  }
+});
+
+test('hostile announcements of recycled segments are skipped with ERR_PROCWIRE_SEGMENT', { timeout: 30_000 }, async () => {
+  const p = await pooledPair();
+  try {
+    const errors = [];
+    p.serverSide.on('messageerror', (err) => errors.push(err.code));
+    // The receiver acknowledges every segment it was told of; this sender
+    // forges announcements its own counters do not know, so it ignores the
+    // acknowledgements (as a hostile peer would).
+    const onInternal = p.client._onInternal;
+    p.client._onInternal = function (message, fd) {
+      if (message.cmd !== 'NODE_PROCWIRE_SEGACK') onInternal.call(this, message, fd);
+    };
+    // [0xFC][1] + [kind 2][id][length]: an id never announced.
+    const entry = (kind, id, length) => {
+      const b = Buffer.alloc(9);
+      b[0] = kind;
+      b.writeUInt32BE(id, 1);
+      b.writeUInt32BE(length, 5);
+      return b;
+    };
+    const control = (...entries) => {
+      const payload = Buffer.concat([Buffer.from([0xfc, entries.length]), ...entries]);
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(payload.length);
+      return Buffer.concat([head, payload]);
+    };
+    // A frame referring to segment 0 as a Uint8Array of 16 bytes.
+    const ref = Buffer.from('00000008ff0f5c0200010010', 'hex');
+    p.client._sendRaw(control(entry(2, 777, 16)));
+    p.client._sendRaw(ref);
+    // A real segment first, so id 1 exists; then a length past its end.
+    p.client.send({ data: Buffer.alloc(1 * MiB, 3) });
+    const [first] = await once(p.serverSide, 'message');
+    assert.strictEqual(first.data[0], 3);
+    p.client._sendRaw(control(entry(2, 1, 0xffffffff)));
+    p.client._sendRaw(ref);
+    p.client.send({ after: true });
+    const [m] = await once(p.serverSide, 'message');
+    assert.deepStrictEqual(m, { after: true }, 'the stream goes on');
+    assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
+    // Forgetting ids that do not exist is ignored.
+    p.client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGDROP', ids: [4242] });
+    p.client.send({ still: true });
+    const [m2] = await once(p.serverSide, 'message');
+    assert.deepStrictEqual(m2, { still: true });
+    // A malformed announcement breaks the framing contract: the channel closes.
+    const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
+    p.serverSide.on('error', () => {});
+    p.client._sendRaw(control(entry(9, 1, 1)));
+    const [reason, err] = await closed;
+    assert.strictEqual(reason, 'framing-error');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
+  } finally {
+    p.close();
+  }
+});
+
+test('recycled segments are refused by a receiver that did not turn the pool on', async () => {
+  const p = await namedPair();
+  try {
+    p.client.send({ hello: 1 });
+    await once(p.serverSide, 'message');
+    const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
+    p.serverSide.on('error', () => {});
+    p.client._sendRaw(Buffer.from([0, 0, 0, 11, 0xfc, 1, 2, 0, 0, 0, 1, 0, 0, 0, 16]));
+    const [reason, err] = await closed;
+    assert.strictEqual(reason, 'framing-error');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
+  } finally {
+    p.close();
+  }
+});
+
+test('segment cycles leak no descriptor and no mapping', { timeout: 60_000 }, async (t) => {
+  // 100k cycles of 64 KiB segments take about a minute here (each cycle is a
+  // message, a collection on the receiving side and a return message), so
+  // this runs as many as fit in about 3 s; the C++ test
+  // (test/cpp/segment_pool_test.cc) runs the pool itself through 100k.
+  const p = await pooledPair({ outOfLine: 'always', segmentPoolMaxCount: 8 });
+  try {
+    const payload = Buffer.alloc(64 * KiB, 1);
+    const warm = async (n) => {
+      for (let i = 0; i < n; i++) {
+        payload[0] = i & 0xff;
+        if (i % 8 === 0) await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
+        p.client.send({ i, payload });
+        await receiveOne(p.serverSide, i);
+      }
+      await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
+    };
+    await warm(64);
+    const fdsBefore = openFds();
+    const mappedBefore = mappedSegmentBytes();
+    const segmentsBefore = poolStats(p.client)[S.SEGMENTS];
+    const deadline = Date.now() + 3000;
+    let cycles = 0;
+    while (Date.now() < deadline) {
+      await warm(64);
+      cycles += 64;
+    }
+    assert.ok(cycles >= 64);
+    t.diagnostic(`${cycles} segment cycles in 3 s`);
+    assert.strictEqual(poolStats(p.client)[S.SEGMENTS], segmentsBefore, `the same segments served ${cycles} cycles`);
+    assert.strictEqual(openFds(), fdsBefore, 'no descriptor leaked');
+    assert.strictEqual(mappedSegmentBytes(), mappedBefore, 'no mapping leaked');
+    assert.strictEqual(p.client.stats().outOfLine.messagesOut, cycles + 64);
+  } finally {
+    p.close();
+  }
+});
+
+test('fork channels: recycled segments by default, transfers without a copy, and the child reads the right bytes', { timeout: 30_000 }, async () => {
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
+  try {
+    const ch = child.channel;
+    ch.send({ op: 'ping' });
+    await once(ch, 'message');
+    assert.strictEqual(ch.segmentPool, true);
+    for (let i = 0; i < 5; i++) {
+      const data = Buffer.alloc(4 * MiB, i + 1);
+      data[data.length - 1] = 0xee;
+      ch.send({ op: 'check', data });
+      const [r] = await once(ch, 'message');
+      assert.deepStrictEqual(r, { op: 'check', length: 4 * MiB, first: i + 1, last: 0xee });
+    }
+    assert.ok(poolStats(ch)[S.SEGMENTS] >= 1, 'the pool was used');
+    const buf = procwire.alloc(8 * MiB);
+    buf.fill(0x5a);
+    ch.send({ op: 'check', data: buf }, { transfer: [buf] });
+    assert.strictEqual(buf.length, 0, 'detached');
+    const [r] = await once(ch, 'message');
+    assert.deepStrictEqual(r, { op: 'check', length: 8 * MiB, first: 0x5a, last: 0x5a });
+  } finally {
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+  }
+});
