@@ -295,8 +295,8 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
       ool_->fds.push_back(copy);
     }
     if (size > 0) std::memcpy(seg.data, from, size);
-    ool_->refs.push_back(SegmentRef{seg.fresh ? protocol::kSegmentPooledNew : protocol::kSegmentPooled, seg.id,
-                                    static_cast<uint32_t>(size)});
+    ool_->refs.push_back(SegmentRef{seg.fresh ? protocol::kSegmentPooledNew : protocol::kSegmentPooled,
+                                    seg.id, static_cast<uint32_t>(size)});
     ool_->any_pooled = true;
     return true;
   }

@@ -329,7 +329,8 @@ class NativeChannel final : public HandleWrap {
     NativeChannel* self = Unwrap(args);
     // Reachable after close (the object is gone): nothing to do then.
     if (self == nullptr) return;
-    if (self->received_pool_ != nullptr || !self->ool_enabled_ || self->closing_ || !args[0]->IsNumber()) return;
+    if (self->received_pool_ != nullptr || !self->ool_enabled_ || self->closing_ || !args[0]->IsNumber())
+      return;
     const double max_mapped = args[0].As<Number>()->Value();
     if (!(max_mapped >= 0)) return;
     self->inbound_.AcceptPooledSegments();
@@ -352,7 +353,8 @@ class NativeChannel final : public HandleWrap {
         Local<Value> item;
         if (!list->Get(context, i).ToLocal(&item)) return;
         const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
-        if (!(id >= 1 && id <= 4294967295.0) || self->send_pool_->Recycle(static_cast<uint32_t>(id)) < 0) ok = false;
+        if (!(id >= 1 && id <= 4294967295.0) || self->send_pool_->Recycle(static_cast<uint32_t>(id)) < 0)
+          ok = false;
       }
     }
     args.GetReturnValue().Set(ok);
@@ -417,9 +419,10 @@ class NativeChannel final : public HandleWrap {
     Local<Context> context = isolate->GetCurrentContext();
     const SegmentPool* p = self->send_pool_.get();
     const ReceivedSegmentPool* r = self->received_pool_.get();
-    const double v[5] = {p ? static_cast<double>(p->segments()) : 0, p ? static_cast<double>(p->total_bytes()) : 0,
-                         p ? static_cast<double>(p->in_flight()) : 0, r ? static_cast<double>(r->segments()) : 0,
-                         r ? static_cast<double>(r->mapped_bytes()) : 0};
+    const double v[5] = {
+        p ? static_cast<double>(p->segments()) : 0, p ? static_cast<double>(p->total_bytes()) : 0,
+        p ? static_cast<double>(p->in_flight()) : 0, r ? static_cast<double>(r->segments()) : 0,
+        r ? static_cast<double>(r->mapped_bytes()) : 0};
     Local<Array> out = Array::New(isolate, 5);
     for (int i = 0; i < 5; i++) out->Set(context, i, Number::New(isolate, v[i])).Check();
     args.GetReturnValue().Set(out);
@@ -463,7 +466,8 @@ class NativeChannel final : public HandleWrap {
     if (rings_ == nullptr) rings_.reset(new RingTransport());
     int ring_fd = -1;
     int wake_fd = -1;
-    if (rings_->CreateOutbound(kChannelRingCapacity) != 0 || rings_->DupOutboundFds(&ring_fd, &wake_fd) != 0) {
+    if (rings_->CreateOutbound(kChannelRingCapacity) != 0 ||
+        rings_->DupOutboundFds(&ring_fd, &wake_fd) != 0) {
       return false;
     }
     const bool json = reader_.format() == WireFormat::kJson;
@@ -1178,8 +1182,9 @@ class NativeChannel final : public HandleWrap {
     InSegments* with_segments = nullptr;
     const char* bad_segments = nullptr;
     if (ool_enabled_) {
-      bad_segments = claimed.entries.empty() ? MapSegments(isolate, &claimed.fds, &segments)
-                                             : TakePooledSegments(isolate, claimed.entries, &claimed.fds, &segments);
+      bad_segments = claimed.entries.empty()
+                         ? MapSegments(isolate, &claimed.fds, &segments)
+                         : TakePooledSegments(isolate, claimed.entries, &claimed.fds, &segments);
       // Even with none announced, a procwire peer's frame may only refer to
       // segments it announced: an empty list turns stray references into
       // coded errors rather than "unknown tag".
@@ -1255,7 +1260,8 @@ class NativeChannel final : public HandleWrap {
       // A peer that takes recycled segments trusts ours, so it also takes
       // transfers sealed only against future writers.
       if (bad == nullptr &&
-          MapReceivedSegment(isolate, fd, max - message_bytes, &error, received_pool_ != nullptr).ToLocal(&ab)) {
+          MapReceivedSegment(isolate, fd, max - message_bytes, &error, received_pool_ != nullptr)
+              .ToLocal(&ab)) {
         message_bytes += ab->ByteLength();
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
@@ -1294,7 +1300,8 @@ class NativeChannel final : public HandleWrap {
       bool ok;
       if (e.kind == protocol::kSegmentSealed) {
         ok = bad == nullptr && fd >= 0 &&
-             MapReceivedSegment(isolate, fd, max - message_bytes, &error, /*accept_future_write=*/true).ToLocal(&ab);
+             MapReceivedSegment(isolate, fd, max - message_bytes, &error, /*accept_future_write=*/true)
+                 .ToLocal(&ab);
       } else {
         ok = received_pool_ != nullptr;
         if (ok && e.kind == protocol::kSegmentPooledNew) {

@@ -162,8 +162,8 @@ void UnmapAllocatedNow(const void* data) {
   if (it != g_registry->end()) it->second.unmap_now = true;
 }
 
-v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size,
-                                                   int* error, bool accept_future_write) {
+v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size, int* error,
+                                                   bool accept_future_write) {
   size_t size = 0;
   const int r = VerifySegment(fd, &size, accept_future_write);
   if (r < 0) {
@@ -328,7 +328,8 @@ v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(v8::Isolate* isolate, 
     (*g_leases)[m->data]++;
   }
   Lease* lease = new Lease{returns_, m, id};
-  std::unique_ptr<v8::BackingStore> store = v8::ArrayBuffer::NewBackingStore(m->data, length, ReturnLease, lease);
+  std::unique_ptr<v8::BackingStore> store =
+      v8::ArrayBuffer::NewBackingStore(m->data, length, ReturnLease, lease);
   return v8::ArrayBuffer::New(isolate, std::move(store));
 }
 

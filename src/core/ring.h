@@ -190,9 +190,7 @@ class RingWriter {
   // sleeping reader at the first record, so the reader starts on the batch
   // while the rest is written; NeedsWake() after the batch stays the
   // guarantee that no wake-up is lost.
-  bool ReaderMaybeSleeping() const {
-    return header_->consumer_sleeping.load(std::memory_order_relaxed) != 0;
-  }
+  bool ReaderMaybeSleeping() const { return header_->consumer_sleeping.load(std::memory_order_relaxed) != 0; }
 
   // Waiting for space (after kNeedMore): announces the producer sleep, then
   // re-checks. Returns true when the caller may sleep (the ring is still

@@ -137,7 +137,8 @@ bool ParseSegmentAnnouncement(const uint8_t* payload, size_t size, std::vector<S
   *descriptors = 0;
   if (size < 2 || payload[0] != protocol::kPooledSegmentsControlByte) return false;
   const size_t count = payload[1];
-  if (count == 0 || count > protocol::kMaxSegmentsPerFrame || size != SegmentAnnouncementSize(count)) return false;
+  if (count == 0 || count > protocol::kMaxSegmentsPerFrame || size != SegmentAnnouncementSize(count))
+    return false;
   const uint8_t* p = payload + 2;
   for (size_t i = 0; i < count; i++) {
     const SegmentEntry e{p[0], ReadU32BigEndian(p + 1), ReadU32BigEndian(p + 5)};

@@ -1008,9 +1008,10 @@ TEST(RingProcesses, BatchedPingPongWithEarlyWakeBothSidesSleeping) {
   EXPECT_EQ(code, 0);
   EXPECT_EQ(next_seq, sent);
   EXPECT_GT(st.sleeps, batches / 100);
-  std::printf("[ ring ] batched ping-pong with early wake: %llu batches in %llu ms, parent slept %llu times\n",
-              static_cast<unsigned long long>(batches), static_cast<unsigned long long>(elapsed),
-              static_cast<unsigned long long>(st.sleeps));
+  std::printf(
+      "[ ring ] batched ping-pong with early wake: %llu batches in %llu ms, parent slept %llu times\n",
+      static_cast<unsigned long long>(batches), static_cast<unsigned long long>(elapsed),
+      static_cast<unsigned long long>(st.sleeps));
 }
 
 // The same protocol between two threads of one process, so a thread

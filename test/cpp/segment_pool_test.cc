@@ -284,7 +284,8 @@ TEST(InboundPooled, AnnouncementHandsEntriesAndTheirDescriptorsToTheMessage) {
     Inbound in(&closer);
     in.AcceptSegments();
     Inbound::Frame f;
-    EXPECT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+    EXPECT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f),
+              Inbound::Status::kError);
     EXPECT_EQ(in.error(), InboundError::kUnexpectedPooledAnnouncement);
   }
   CountingCloser closer;
@@ -312,7 +313,8 @@ TEST(InboundPooled, AnnouncementHandsEntriesAndTheirDescriptorsToTheMessage) {
   EXPECT_EQ(f.entries.size(), 1u);
   EXPECT_TRUE(f.fds.empty());
   // Descriptors missing, then a malformed one: errors, nothing leaked.
-  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f), Inbound::Status::kError);
+  ASSERT_EQ(in.OnFrame(control.data(), control.size(), Inbound::Source::kSocket, &f),
+            Inbound::Status::kError);
   EXPECT_EQ(in.error(), InboundError::kAnnouncementWithoutDescriptors);
   EXPECT_EQ(closer.closed, 0);
 }
