@@ -339,24 +339,32 @@ class NativeChannel final : public HandleWrap {
         max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
   }
 
+  // Calls visit(id) for each element of args[0], an array of segment ids
+  // (1..2^32-1). Returns false when args[0] is not an array, an element is not
+  // a valid id, or visit refused one; every valid id is still visited.
+  template <typename Visit>
+  static bool ForEachSegmentId(const FunctionCallbackInfo<Value>& args, Visit visit) {
+    if (!args[0]->IsArray()) return false;
+    Local<Context> context = args.GetIsolate()->GetCurrentContext();
+    Local<Array> list = args[0].As<Array>();
+    bool ok = true;
+    for (uint32_t i = 0; i < list->Length(); i++) {
+      Local<Value> item;
+      if (!list->Get(context, i).ToLocal(&item)) return false;
+      const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
+      if (!(id >= 1 && id <= 4294967295.0) || !visit(static_cast<uint32_t>(id))) ok = false;
+    }
+    return ok;
+  }
+
   // recycleSegments(ids) -> false when an id was not in flight (a confused
   // or hostile peer); the others are idle again.
   static void RecycleSegments(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     // Reachable after close (the object is gone): nothing to do then.
     if (self == nullptr) return;
-    bool ok = self->send_pool_ != nullptr && args[0]->IsArray();
-    if (ok) {
-      Local<Context> context = args.GetIsolate()->GetCurrentContext();
-      Local<Array> list = args[0].As<Array>();
-      for (uint32_t i = 0; i < list->Length(); i++) {
-        Local<Value> item;
-        if (!list->Get(context, i).ToLocal(&item)) return;
-        const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
-        if (!(id >= 1 && id <= 4294967295.0) || self->send_pool_->Recycle(static_cast<uint32_t>(id)) < 0)
-          ok = false;
-      }
-    }
+    bool ok = self->send_pool_ != nullptr;
+    if (ok) ok = ForEachSegmentId(args, [self](uint32_t id) { return self->send_pool_->Recycle(id) >= 0; });
     args.GetReturnValue().Set(ok);
   }
 
@@ -398,15 +406,12 @@ class NativeChannel final : public HandleWrap {
     NativeChannel* self = Unwrap(args);
     // Reachable after close (the object is gone): nothing to do then.
     if (self == nullptr) return;
-    if (self->received_pool_ == nullptr || !args[0]->IsArray()) return;
-    Local<Context> context = args.GetIsolate()->GetCurrentContext();
-    Local<Array> list = args[0].As<Array>();
-    for (uint32_t i = 0; i < list->Length(); i++) {
-      Local<Value> item;
-      if (!list->Get(context, i).ToLocal(&item)) return;
-      const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
-      if (id >= 1 && id <= 4294967295.0) self->received_pool_->Forget(static_cast<uint32_t>(id));
-    }
+    if (self->received_pool_ == nullptr) return;
+    // Unknown ids are ignored: a drop is only advice from the peer.
+    ForEachSegmentId(args, [self](uint32_t id) {
+      self->received_pool_->Forget(id);
+      return true;
+    });
   }
 
   // segmentPoolStats() -> [segments, bytes, in flight] of our pool, then
