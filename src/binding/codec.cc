@@ -33,6 +33,9 @@ using v8::Object;
 using v8::String;
 using v8::TryCatch;
 using v8::Value;
+using protocol::kHostTagOther;
+using protocol::kHostTagSegmentView;
+using protocol::kHostTagView;
 
 namespace {
 
