@@ -138,6 +138,11 @@ class Channel extends EventEmitter {
     this._unanswered = [];  // requests that came before any responder, for one turn
     this._refPolicy = options.refPolicy || 'always';
     this._refed = true;
+    // Set while bytes wait to be written: like a pending write on Node's
+    // pipe, they keep the process alive whatever the ref policy says, so a
+    // child that sends and then runs out of work does not exit before its
+    // message is out.
+    this._writeHeld = false;
     const callbacks = {
       onread: (messages, errors, segments, segmentBytes, frameBytes, fds) =>
         this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds),
@@ -554,7 +559,7 @@ class Channel extends EventEmitter {
   _applyRefPolicy() {
     if (this._state === 'closed') return;
     let want;
-    if (this._refPolicy === 'always') want = true;
+    if (this._writeHeld || this._refPolicy === 'always') want = true;
     else if (this._refPolicy === 'never') want = false;
     // 'listeners': like Node's child side of an IPC channel, keep the process
     // alive only while someone listens, a responder is registered, or a
@@ -599,6 +604,11 @@ class Channel extends EventEmitter {
       for (const [, cb] of done) cb(null);
     }
     this._maybeDrain();
+    const waiting = this._pushed > this._written;
+    if (waiting !== this._writeHeld) {
+      this._writeHeld = waiting;
+      this._applyRefPolicy();
+    }
     if (this._state === 'closing' && this._pushed === this._written) this._finish('local', null);
   }
 

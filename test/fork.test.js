@@ -589,3 +589,56 @@ test('procwire.cluster after cluster was loaded is a coded error', () => {
   `], { timeout: STEP_TIMEOUT, encoding: 'utf8' });
   assert.strictEqual(out.trim(), 'ERR_PROCWIRE_CLUSTER_LOADED');
 });
+
+// Node's child keeps running while a send is still being written, even with
+// no 'message' listener (its channel is unref'd then, but the pending write
+// is not); a child that sends and has nothing else to do must not exit with
+// its messages half out. The messages here are big enough not to fit the
+// socket's buffer in one write, inline (json) and in segments (advanced).
+test('a child that sends big messages and then runs out of work exits only after they are out', { timeout: 60_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-send-exit-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'sender.js');
+  fs.writeFileSync(file, [
+    "'use strict';",
+    "if (process.argv[2] === 'json') {",
+    "  for (let i = 0; i < 3; i++) process.send(String(i).repeat(300000));",
+    "} else if (process.argv[2] === 'advanced') {",
+    "  for (let i = 0; i < 3; i++) process.send(new Uint8Array(3 << 20).fill(i + 1));",
+    "} else {",
+    "  // Each callback sends the next; the last one exits at once, as a",
+    "  // program does once its callbacks said everything was written.",
+    "  let left = 6;",
+    "  const payload = Buffer.alloc(200000, 7);",
+    "  (function next() { if (left-- > 0) process.send(payload, next); else process.exit(0); })();",
+    "}",
+    '',
+  ].join('\n'));
+  const cases = [['json', 'json', 3], ['advanced', 'advanced', 3], ['callbacks', 'advanced', 6]];
+  await sideBySide(t, async (variant) => {
+    const seen = {};
+    for (const [mode, serialization, expected] of cases) {
+      if (variant.name.endsWith('/procwire')) {  // plain child only
+        seen[mode] = { count: expected, intact: true, code: 0 };
+        continue;
+      }
+      const child = variant.fork(file, [mode], { serialization, stdio: 'inherit' });
+      try {
+        let count = 0;
+        let intact = true;
+        child.on('message', (m) => {
+          count++;
+          const first = typeof m === 'string' ? m[0] : String(m[0]);
+          const whole = typeof m === 'string' ? m === first.repeat(m.length) : m.every((b) => b === m[0]);
+          if (!whole) intact = false;
+          if (first === undefined) intact = false;
+        });
+        const [code] = await once(child, 'close');
+        seen[mode] = { count, intact, code };
+      } finally {
+        await stop(child);
+      }
+    }
+    return seen;
+  });
+});
