@@ -81,6 +81,21 @@ function flushTick(channel) {
   channel._flush();
 }
 
+// Channels whose sends of this tick wait for flushTick. Node's pipe writes
+// as soon as send() is called, so a message sent just before process.exit()
+// reaches the peer; procwire gathers a tick's sends into one write on the
+// next tick, which exit() never reaches. One 'exit' listener for all
+// channels (not one each: a parent may hold hundreds) writes them out then.
+const flushPending = new Set();
+let exitListening = false;
+
+function flushAtExit() {
+  for (const channel of flushPending) {
+    if (channel._flushScheduled) channel._flush();
+  }
+  flushPending.clear();
+}
+
 class Channel extends EventEmitter {
   // Internal: made by fork(), listen() and connect(), never by users.
   // fd: a connected (or connecting) non-blocking stream socket this channel now owns.
@@ -576,12 +591,18 @@ class Channel extends EventEmitter {
   _scheduleFlush() {
     if (this._flushScheduled) return;
     this._flushScheduled = true;
+    flushPending.add(this);
+    if (!exitListening) {
+      exitListening = true;
+      process.once('exit', flushAtExit);
+    }
     // Everything sent in this tick goes out in one gathered write.
     process.nextTick(flushTick, this);
   }
 
   _flush() {
     this._flushScheduled = false;
+    flushPending.delete(this);
     if (this._state === 'closed') return;
     const written = this._handle.flush();
     if (typeof written === 'string') {

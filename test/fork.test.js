@@ -642,3 +642,41 @@ test('a child that sends big messages and then runs out of work exits only after
     return seen;
   });
 });
+
+// Node writes a send at once, so what a child sent right before
+// process.exit() reaches the parent; procwire's gathered write must happen
+// before the exit too.
+test('messages sent right before process.exit() reach the parent', { timeout: 30_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-exit-send-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'exiter.js');
+  fs.writeFileSync(file, [
+    "'use strict';",
+    "process.send({ cmd: 'plain' });",
+    "process.send({ cmd: 'NODE_internal' });",
+    "process.send('last');",
+    'process.exit(0);',
+    '',
+  ].join('\n'));
+  await sideBySide(t, async (variant) => {
+    const seen = {};
+    for (const serialization of ['json', 'advanced']) {
+      if (variant.name.endsWith('/procwire')) {  // plain child only
+        seen[serialization] = { messages: [{ cmd: 'plain' }, 'last'], internal: [{ cmd: 'NODE_internal' }], code: 0 };
+        continue;
+      }
+      const child = variant.fork(file, [], { serialization, stdio: 'inherit' });
+      try {
+        const messages = [];
+        const internal = [];
+        child.on('message', (m) => messages.push(m));
+        child.on('internalMessage', (m) => internal.push(m));
+        const [code] = await once(child, 'close');
+        seen[serialization] = { messages, internal, code };
+      } finally {
+        await stop(child);
+      }
+    }
+    return seen;
+  });
+});
