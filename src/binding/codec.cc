@@ -40,7 +40,7 @@ using protocol::kHostTagView;
 namespace {
 
 // Node's host-object tags and procwire's segment view tag are defined once,
-// in src/core/protocol.h (kHostTagView, kHostTagOther, kHostTagSegmentView).
+// in src/core/protocol.h (protocol::kHostTag*).
 // Node's view type indexes (lib/v8.js); 10 is Node's Buffer.
 constexpr uint32_t kBufferIndex = 10;
 constexpr uint32_t kFloat16Index = 13;
@@ -155,7 +155,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     // MessagePort): a shallow copy made like {...object}. Properties are
     // defined on the copy, so no setter on Object.prototype runs, and keys
     // are strings, as object spread makes them.
-    serializer_->WriteUint32(kHostTagOther);
+    serializer_->WriteUint32(protocol::kHostTagOther);
     Local<Array> keys;
     if (!object
              ->GetOwnPropertyNames(context_,
@@ -218,7 +218,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
       size_t offset = 0;
       if (!PlaceOutOfLine(v, length, &segment, &offset)) return Nothing<bool>();
       if (segment >= 0) {
-        serializer_->WriteUint32(kHostTagSegmentView);
+        serializer_->WriteUint32(protocol::kHostTagSegmentView);
         serializer_->WriteUint32(static_cast<uint32_t>(segment));
         serializer_->WriteUint32(index);
         serializer_->WriteUint32(static_cast<uint32_t>(offset));
@@ -226,7 +226,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
         return Just(true);
       }
     }
-    serializer_->WriteUint32(kHostTagView);
+    serializer_->WriteUint32(protocol::kHostTagView);
     serializer_->WriteUint32(index);
     serializer_->WriteUint32(static_cast<uint32_t>(length));
     if (length == 0) return Just(true);
@@ -315,7 +315,7 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
   MaybeLocal<Object> ReadHostObject(Isolate* isolate) override {
     uint32_t tag;
     if (!deserializer_->ReadUint32(&tag)) return Fail("ERR_PROCWIRE_DECODE", "truncated host object");
-    if (tag == kHostTagOther) {
+    if (tag == protocol::kHostTagOther) {
       Local<Value> value;
       if (!deserializer_->ReadValue(context_).ToLocal(&value)) return {};
       if (!value->IsObject()) {
@@ -323,8 +323,8 @@ class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
       }
       return value.As<Object>();
     }
-    if (tag == kHostTagSegmentView && segments_ != nullptr) return ReadSegmentView(isolate);
-    if (tag != kHostTagView) return Fail("ERR_PROCWIRE_BAD_HOST_TAG", "unknown host object tag");
+    if (tag == protocol::kHostTagSegmentView && segments_ != nullptr) return ReadSegmentView(isolate);
+    if (tag != protocol::kHostTagView) return Fail("ERR_PROCWIRE_BAD_HOST_TAG", "unknown host object tag");
     uint32_t index;
     uint32_t byte_length;
     if (!deserializer_->ReadUint32(&index) || !deserializer_->ReadUint32(&byte_length)) {

@@ -67,9 +67,10 @@ struct OutOfLine {
 // the peer has never seen is destroyed instead).
 void AbandonSegments(OutOfLine* ool);
 
-// At most this many segments travel with one message (one sendmsg's worth of
-// descriptors on the receiving side); further large views go inline.
-constexpr size_t kMaxSegmentsPerFrame = 64;
+// At most protocol::kMaxSegmentsPerFrame segments travel with one message (one
+// sendmsg's worth of descriptors on the receiving side); further large views
+// go inline.
+using protocol::kMaxSegmentsPerFrame;
 
 // Received segments for the frame being decoded, in reference order.
 struct InSegments {
