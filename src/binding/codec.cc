@@ -33,9 +33,6 @@ using v8::Object;
 using v8::String;
 using v8::TryCatch;
 using v8::Value;
-using protocol::kHostTagOther;
-using protocol::kHostTagSegmentView;
-using protocol::kHostTagView;
 
 namespace {
 
