@@ -20,6 +20,7 @@ const net = require('net');
 const dgram = require('dgram');
 const EventEmitter = require('events');
 const util = require('util');
+const v8 = require('v8');
 const { nodeError, makeError } = require('./errors');
 const { binding } = require('./native');
 
@@ -387,6 +388,27 @@ function nodeFacing(err) {
   return err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED' ? nodeError('ERR_IPC_CHANNEL_CLOSED') : err;
 }
 
+// Node's send() throws its serializer's own error for a value it cannot
+// send: JSON.stringify's TypeError in json mode (a BigInt, a cycle), V8's
+// DataCloneError in advanced mode (a function, a symbol). procwire's codec
+// reports ERR_PROCWIRE_UNSERIALIZABLE instead; on this cold path the Node-facing
+// surface runs the serializer Node would have run, so the thrown error is
+// Node's exactly. A value Node's serializer takes keeps procwire's error.
+function nodeSerializationError(err, message, serialization) {
+  try {
+    if (serialization === 'json') {
+      JSON.stringify(message);
+    } else {
+      const serializer = new v8.Serializer();
+      serializer.writeHeader();
+      serializer.writeValue(message);
+    }
+  } catch (nodeErr) {
+    return nodeErr;
+  }
+  return err;
+}
+
 // Gives `child` (a ChildProcess spawned without Node's channel) Node's IPC
 // surface on top of `channel`, with procwire's extras (request, respond).
 // With { childSide: true } the same surface goes on `process` in a child
@@ -465,9 +487,17 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 
   // options.transfer (procwire's transfer list) rides along Node's options.
-  const writeNow = (message, options, callback) =>
-    channel._sendPlain(message, callback, options.swallowErrors, (err) => child.emit('error', nodeFacing(err)),
-      options.transfer !== undefined ? options : undefined);
+  const writeNow = (message, options, callback) => {
+    try {
+      return channel._sendPlain(message, callback, options.swallowErrors,
+        (err) => child.emit('error', nodeFacing(err)), options.transfer !== undefined ? options : undefined);
+    } catch (err) {
+      if (err && err.code === 'ERR_PROCWIRE_UNSERIALIZABLE') {
+        throw nodeSerializationError(err, message, channel.serialization);
+      }
+      throw err;
+    }
+  };
 
   child.send = function send(message, handle, options, callback) {
     [handle, options, callback] = normalizeSendArgs(handle, options, callback);

@@ -716,3 +716,49 @@ test('a message sent right before disconnect() reaches the child', { timeout: 30
     return seen;
   });
 });
+
+// Node's send() throws its serializer's own error for a value it cannot send
+// (JSON.stringify's TypeError in json mode, V8's DataCloneError in advanced
+// mode); code that matches on err.name or err.message must see the same.
+test("unsendable values: send() throws Node's own serializer errors, in the parent and in the child", { timeout: 60_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-unsendable-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'unsendable.js');
+  const values = "[{ big: 1n }, (() => { const o = {}; o.self = o; return o; })(), { f() {} }, [Symbol('s')]]";
+  fs.writeFileSync(file, [
+    "'use strict';",
+    `const values = ${values};`,
+    'const errors = values.map((v) => {',
+    '  try { process.send(v); return null; } catch (err) { return { name: err.name, code: err.code, message: err.message }; }',
+    '});',
+    "process.send(JSON.stringify(errors), () => process.disconnect());",
+    '',
+  ].join('\n'));
+  // eslint-disable-next-line no-eval
+  const parentValues = () => eval(values);
+  let nodeChildSide = null;
+  await sideBySide(t, async (variant) => {
+    const seen = {};
+    for (const serialization of ['json', 'advanced']) {
+      const child = variant.fork(file, [], { serialization, stdio: 'inherit' });
+      try {
+        const parent = parentValues().map((v) => thrown(() => child.send(v)));
+        let childSide;
+        if (variant.name.endsWith('/procwire')) {
+          // A procwire child does not run Node's process.send; its parent side is compared.
+          childSide = nodeChildSide[serialization];
+        } else {
+          childSide = JSON.parse((await nextMessage(child, (m) => typeof m === 'string')).message);
+        }
+        seen[serialization] = { parent, child: childSide };
+      } finally {
+        await stop(child);
+      }
+    }
+    if (nodeChildSide === null) nodeChildSide = { json: seen.json.child, advanced: seen.advanced.child };
+    return seen;
+  });
+  // The observations are not empty: each mode refused at least one value.
+  assert.ok(nodeChildSide.json.some((e) => e !== null && e.name === 'TypeError'));
+  assert.ok(nodeChildSide.advanced.some((e) => e !== null && /could not be cloned/.test(e.message)));
+});
