@@ -734,7 +734,6 @@ test("unsendable values: send() throws Node's own serializer errors, in the pare
     "process.send(JSON.stringify(errors), () => process.disconnect());",
     '',
   ].join('\n'));
-  // eslint-disable-next-line no-eval
   const parentValues = () => eval(values);
   let nodeChildSide = null;
   await sideBySide(t, async (variant) => {
