@@ -437,6 +437,15 @@ class Channel extends EventEmitter {
   // Writes pre-built frames as they are, optionally with descriptors (tests
   // of hostile input).
   _sendRaw(bytes, fds) {
+    // The native handle CHECKs that it is open and got bytes; a closed channel
+    // or a bad argument is refused here with a coded error instead.
+    if (this._state !== 'open' && this._state !== 'connecting') {
+      throw makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+    }
+    if (!ArrayBuffer.isView(bytes)) throw invalidArg('bytes must be a Buffer or an ArrayBufferView');
+    if (fds !== undefined && (!Array.isArray(fds) || !fds.every((fd) => Number.isInteger(fd) && fd >= 0 && fd <= 0x7fffffff))) {
+      throw invalidArg('fds must be an array of descriptors');
+    }
     this._pushed = fds === undefined ? this._handle.writeBuffer(bytes) : this._handle.writeBuffer(bytes, fds);
     this._scheduleFlush();
   }

@@ -310,3 +310,18 @@ test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a de
     }
     assert.strictEqual(got[0].small.maxByteLength, 1024);
   });
+
+// The raw write path (used to inject hostile bytes in these tests) checks its
+// arguments and the channel's state in JavaScript, so the native CHECKs behind
+// it can never fire: a closed channel or a bad argument is a coded error.
+test('raw writes on a closed channel or with bad arguments are coded errors, never an abort', TIMEOUT, async (t) => {
+  const p = await namedPair({ auth: false, rings: 'never' });
+  t.after(() => p.close());
+  assert.throws(() => p.client._sendRaw('not bytes'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => p.client._sendRaw(Buffer.alloc(4), [-1]), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => p.client._sendRaw(Buffer.alloc(4), ['3']), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  p.client.close();
+  assert.throws(() => p.client._sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
+  await sleep(50);
+  assert.throws(() => p.client._sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
+});
