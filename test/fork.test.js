@@ -76,10 +76,16 @@ async function stop(child) {
   }
 }
 
-// Runs `observe(variant)` for every variant and asserts equal observations.
-async function sideBySide(t, observe) {
+// The variants whose child runs an unmodified Node script (process.send,
+// process.on('message')); with child: 'procwire' the child runs procwire's
+// API instead, so tests of a plain child's behaviour compare these.
+const PLAIN_CHILD_VARIANTS = VARIANTS.filter((variant) => !variant.name.endsWith('/procwire'));
+
+// Runs `observe(variant)` for every variant (child_process.fork first) and
+// asserts equal observations.
+async function sideBySide(t, observe, variants = VARIANTS) {
   const seen = [];
-  for (const variant of VARIANTS) seen.push([variant.name, await observe(variant)]);
+  for (const variant of variants) seen.push([variant.name, await observe(variant)]);
   for (const [name, observation] of seen.slice(1)) {
     assert.deepStrictEqual(observation, seen[0][1], `${name} differs from ${seen[0][0]}`);
   }
@@ -120,8 +126,7 @@ test('fork(path, null, options) and file: URLs with escapes work as in child_pro
   const file = path.join(dir, 'child #1.js');
   fs.writeFileSync(file, "process.on('message', (m) => { process.send({ back: m }); process.disconnect(); });\n");
   const fileUrl = url.pathToFileURL(file);
-  await sideBySide(t, async (variant) => {
-    if (variant.name.endsWith('/procwire')) return { back: 1 };  // plain child only
+  const seen = await sideBySide(t, async (variant) => {
     const child = variant.fork(fileUrl, null, { stdio: 'inherit' });
     try {
       child.send(1);
@@ -129,7 +134,8 @@ test('fork(path, null, options) and file: URLs with escapes work as in child_pro
     } finally {
       await stop(child);
     }
-  });
+  }, PLAIN_CHILD_VARIANTS);
+  assert.deepStrictEqual(seen, { back: 1 });
 });
 
 test('the ChildProcess surface: send, internalMessage, channel, disconnect, errors', { timeout: 60_000 }, async (t) => {
@@ -615,13 +621,9 @@ test('a child that sends big messages and then runs out of work exits only after
     '',
   ].join('\n'));
   const cases = [['json', 'json', 3], ['advanced', 'advanced', 3], ['callbacks', 'advanced', 6]];
-  await sideBySide(t, async (variant) => {
+  const node = await sideBySide(t, async (variant) => {
     const seen = {};
-    for (const [mode, serialization, expected] of cases) {
-      if (variant.name.endsWith('/procwire')) {  // plain child only
-        seen[mode] = { count: expected, intact: true, code: 0 };
-        continue;
-      }
+    for (const [mode, serialization] of cases) {
       const child = variant.fork(file, [mode], { serialization, stdio: 'inherit' });
       try {
         let count = 0;
@@ -640,7 +642,8 @@ test('a child that sends big messages and then runs out of work exits only after
       }
     }
     return seen;
-  });
+  }, PLAIN_CHILD_VARIANTS);
+  for (const [mode, , expected] of cases) assert.deepStrictEqual(node[mode], { count: expected, intact: true, code: 0 });
 });
 
 // Node writes a send at once, so what a child sent right before
@@ -658,13 +661,9 @@ test('messages sent right before process.exit() reach the parent', { timeout: 30
     'process.exit(0);',
     '',
   ].join('\n'));
-  await sideBySide(t, async (variant) => {
+  const node = await sideBySide(t, async (variant) => {
     const seen = {};
     for (const serialization of ['json', 'advanced']) {
-      if (variant.name.endsWith('/procwire')) {  // plain child only
-        seen[serialization] = { messages: [{ cmd: 'plain' }, 'last'], internal: [{ cmd: 'NODE_internal' }], code: 0 };
-        continue;
-      }
       const child = variant.fork(file, [], { serialization, stdio: 'inherit' });
       try {
         const messages = [];
@@ -678,7 +677,11 @@ test('messages sent right before process.exit() reach the parent', { timeout: 30
       }
     }
     return seen;
-  });
+  }, PLAIN_CHILD_VARIANTS);
+  for (const serialization of ['json', 'advanced']) {
+    assert.deepStrictEqual(node[serialization],
+      { messages: [{ cmd: 'plain' }, 'last'], internal: [{ cmd: 'NODE_internal' }], code: 0 });
+  }
 });
 
 // The child's first write can find the parent already gone (procwire's child
@@ -695,13 +698,9 @@ test('a message sent right before disconnect() reaches the child', { timeout: 30
     "process.on('disconnect', () => process.stdout.write(JSON.stringify(got)));",
     '',
   ].join('\n'));
-  await sideBySide(t, async (variant) => {
+  const node = await sideBySide(t, async (variant) => {
     const seen = {};
     for (const serialization of ['json', 'advanced']) {
-      if (variant.name.endsWith('/procwire')) {  // plain child only
-        seen[serialization] = { got: [{ k: 1 }], code: 0 };
-        continue;
-      }
       const child = variant.fork(file, [], { serialization, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
       try {
         const output = readAll(child.stdout);
@@ -714,7 +713,8 @@ test('a message sent right before disconnect() reaches the child', { timeout: 30
       }
     }
     return seen;
-  });
+  }, PLAIN_CHILD_VARIANTS);
+  for (const serialization of ['json', 'advanced']) assert.deepStrictEqual(node[serialization], { got: [{ k: 1 }], code: 0 });
 });
 
 // Node's send() throws its serializer's own error for a value it cannot send
@@ -735,28 +735,27 @@ test("unsendable values: send() throws Node's own serializer errors, in the pare
     '',
   ].join('\n'));
   const parentValues = () => eval(values);
-  let nodeChildSide = null;
-  await sideBySide(t, async (variant) => {
+  const observe = (childSide) => async (variant) => {
     const seen = {};
     for (const serialization of ['json', 'advanced']) {
       const child = variant.fork(file, [], { serialization, stdio: 'inherit' });
       try {
         const parent = parentValues().map((v) => thrown(() => child.send(v)));
-        let childSide;
-        if (variant.name.endsWith('/procwire')) {
-          // A procwire child does not run Node's process.send; its parent side is compared.
-          childSide = nodeChildSide[serialization];
-        } else {
-          childSide = JSON.parse((await nextMessage(child, (m) => typeof m === 'string')).message);
-        }
-        seen[serialization] = { parent, child: childSide };
+        seen[serialization] = childSide
+          ? JSON.parse((await nextMessage(child, (m) => typeof m === 'string')).message)
+          : parent;
       } finally {
         await stop(child);
       }
     }
-    if (nodeChildSide === null) nodeChildSide = { json: seen.json.child, advanced: seen.advanced.child };
     return seen;
-  });
+  };
+  // The parent side on every variant; the child's process.send on the
+  // variants whose child runs this plain script.
+  const parentSide = await sideBySide(t, observe(false));
+  const nodeChildSide = await sideBySide(t, observe(true), PLAIN_CHILD_VARIANTS);
+  // (The child's list came as JSON, which leaves out `code: undefined`.)
+  assert.deepStrictEqual(JSON.parse(JSON.stringify(parentSide)), nodeChildSide);
   // The observations are not empty: each mode refused at least one value.
   assert.ok(nodeChildSide.json.some((e) => e !== null && e.name === 'TypeError'));
   assert.ok(nodeChildSide.advanced.some((e) => e !== null && /could not be cloned/.test(e.message)));
