@@ -25,8 +25,8 @@ const auth = require('../auth');
 const { JsStreamHandle } = require('../fallback/binding');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const {
-  resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf, unlinkIfSame,
-  initSocketServer, socketServerAddress,
+  resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf,
+  initSocketServer, socketServerAddress, removeSocketServerFiles,
 } = require('./socket');
 
 const MAX_UNIX_PATH = 107;
@@ -192,9 +192,7 @@ class FallbackServer extends ServerBase {
     const srv = this._netServer;
     this._netServer = null;
     if (srv) srv.close();
-    const a = this._address;
-    if (srv && a.kind === 'unix' && !a.abstract) unlinkIfSame(a.path, this._socketIno);
-    if (this._keyFile) unlinkIfSame(this._keyFile, this._keyIno);
+    removeSocketServerFiles(this, Boolean(srv));
   }
 
   _refListener(on) {

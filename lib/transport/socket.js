@@ -153,6 +153,15 @@ function initSocketServer(server, address, options) {
   }
 }
 
+// Removes what a unix/TCP server created on disk when it stops: its socket
+// file (only if it was bound, and only while the file is still the one it
+// made) and its secret key file.
+function removeSocketServerFiles(server, bound) {
+  const a = server._address;
+  if (bound && a.kind === 'unix' && !a.abstract) unlinkIfSame(a.path, server._socketIno);
+  if (server._keyFile) unlinkIfSame(server._keyFile, server._keyIno);
+}
+
 // server.address() of a unix/TCP server.
 function socketServerAddress(server) {
   if (server._address.kind === 'tcp') return { host: server._host, port: server._boundPort };
@@ -277,10 +286,7 @@ class Server extends ServerBase {
   // close() (ServerBase) stops accepting and removes the socket file.
   _stop() {
     if (this._listener) this._listener.close();
-    if (this._address.kind === 'unix' && !this._address.abstract && this._listener) {
-      unlinkIfSame(this._address.path, this._socketIno);
-    }
-    if (this._keyFile) unlinkIfSame(this._keyFile, this._keyIno);
+    removeSocketServerFiles(this, Boolean(this._listener));
   }
 
   _refListener(on) {
@@ -379,5 +385,5 @@ module.exports = {
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
   // Shared with the fallback backend: socket-file identity, the unix/TCP
   // server's state and address.
-  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress,
+  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress, removeSocketServerFiles,
 };
