@@ -88,4 +88,25 @@ function publicStats(s, { pendingRequests, outOfLineEnabled }) {
   };
 }
 
-module.exports = { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket, publicStats };
+// The stats array of a backend that counts in JavaScript (stream, NATS):
+// `counts` holds messagesIn/Out, bytesIn/Out, writeCalls, readCalls and
+// decodeErrors; `extra` the byte gauges and the two size histograms.
+function countedStats(counts, { bytesOut, queuedBytes, bufferedBytes, histogramIn, histogramOut }) {
+  const out = newStats();
+  out[STATS.messagesIn] = counts.messagesIn;
+  out[STATS.messagesOut] = counts.messagesOut;
+  out[STATS.bytesIn] = counts.bytesIn;
+  out[STATS.bytesOut] = bytesOut;
+  out[STATS.queuedBytes] = queuedBytes;
+  out[STATS.writeCalls] = counts.writeCalls;
+  out[STATS.readCalls] = counts.readCalls;
+  out[STATS.decodeErrors] = counts.decodeErrors;
+  out[STATS.bufferedBytes] = bufferedBytes;
+  for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
+    out[STATS.histogramIn + i] = histogramIn[i];
+    out[STATS.histogramOut + i] = histogramOut[i];
+  }
+  return out;
+}
+
+module.exports = { STATS, HISTOGRAM_BUCKETS, newStats, countedStats, sizeBucket, publicStats };

@@ -38,7 +38,7 @@ const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_HELLO_TIMEOUT, NATS_CONTROL_HEADER, NATS_ERROR_HEADER } = require('../protocol');
 const { capabilities, END_REASONS } = require('./contract');
-const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
+const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../stats');
 const { ServerBase, listenArguments } = require('./server');
 
 // Requests and replies ride on NATS's own request subjects (writeRequest /
@@ -360,22 +360,13 @@ class NatsHandle {
 
   // The stats array of lib/stats.js.
   stats() {
-    const c = this._counts;
-    const out = newStats();
-    out[STATS.messagesIn] = c.messagesIn;
-    out[STATS.messagesOut] = c.messagesOut;
-    out[STATS.bytesIn] = c.bytesIn;
-    out[STATS.bytesOut] = c.bytesOut;
-    out[STATS.queuedBytes] = this._pushed - this._written;
-    out[STATS.writeCalls] = c.writeCalls;
-    out[STATS.readCalls] = c.readCalls;
-    out[STATS.decodeErrors] = c.decodeErrors;
-    out[STATS.bufferedBytes] = this._inbox.reduce((n, m) => n + m.data.length, 0);
-    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
-      out[STATS.histogramIn + i] = this._histIn[i];
-      out[STATS.histogramOut + i] = this._histOut[i];
-    }
-    return out;
+    return countedStats(this._counts, {
+      bytesOut: this._counts.bytesOut,
+      queuedBytes: this._pushed - this._written,
+      bufferedBytes: this._inbox.reduce((n, m) => n + m.data.length, 0),
+      histogramIn: this._histIn,
+      histogramOut: this._histOut,
+    });
   }
 
   // ---- internals ----

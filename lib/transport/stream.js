@@ -20,7 +20,7 @@ const { makeError } = require('../errors');
 
 const { FORMATS, formatById, framingBytes } = require('../codec/formats');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
-const { STATS, HISTOGRAM_BUCKETS, newStats, sizeBucket } = require('../stats');
+const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../stats');
 const { END_REASONS } = require('./end-reasons');
 
 // The errno name of a stream error: Node's system errors carry it in code.
@@ -284,22 +284,13 @@ class StreamHandle {
 
   // The stats array of lib/stats.js (nothing goes out of line here).
   stats() {
-    const c = this._counters;
-    const out = newStats();
-    out[STATS.messagesIn] = c.messagesIn;
-    out[STATS.messagesOut] = c.messagesOut;
-    out[STATS.bytesIn] = c.bytesIn;
-    out[STATS.bytesOut] = this._written;
-    out[STATS.queuedBytes] = this._pushed - this._written;
-    out[STATS.writeCalls] = c.writeCalls;
-    out[STATS.readCalls] = c.readCalls;
-    out[STATS.decodeErrors] = c.decodeErrors;
-    out[STATS.bufferedBytes] = this._framer.buffering();
-    for (let i = 0; i < HISTOGRAM_BUCKETS; i++) {
-      out[STATS.histogramIn + i] = this._histogramIn[i];
-      out[STATS.histogramOut + i] = this._histogramOut[i];
-    }
-    return out;
+    return countedStats(this._counters, {
+      bytesOut: this._written,
+      queuedBytes: this._pushed - this._written,
+      bufferedBytes: this._framer.buffering(),
+      histogramIn: this._histogramIn,
+      histogramOut: this._histogramOut,
+    });
   }
 
   fd() {
