@@ -13,6 +13,7 @@ const vm = require('vm');
 const { once } = require('events');
 const procwire = require('..');
 const { namedPair } = require('./helpers/pair');
+const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
 
 // Returns depend on the receiver's garbage collection; the tests force it.
 v8.setFlagsFromString('--expose-gc');
@@ -40,9 +41,6 @@ function poolStats(ch) {
   return ch._handle.segmentPoolStats();
 }
 
-function openFds() {
-  return fs.readdirSync('/proc/self/fd').length;
-}
 
 // Bytes of memfd segments this process maps (procwire's own segments only).
 function mappedSegmentBytes() {
@@ -325,7 +323,7 @@ test('segment cycles leak no descriptor and no mapping', { timeout: 60_000 }, as
       await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
     };
     await warm(64);
-    const fdsBefore = openFds();
+    const fdsBefore = fdSnapshot();
     const mappedBefore = mappedSegmentBytes();
     const segmentsBefore = poolStats(p.client)[S.SEGMENTS];
     const deadline = Date.now() + 3000;
@@ -337,7 +335,7 @@ test('segment cycles leak no descriptor and no mapping', { timeout: 60_000 }, as
     assert.ok(cycles >= 64);
     t.diagnostic(`${cycles} segment cycles in 3 s`);
     assert.strictEqual(poolStats(p.client)[S.SEGMENTS], segmentsBefore, `the same segments served ${cycles} cycles`);
-    assert.strictEqual(openFds(), fdsBefore, 'no descriptor leaked');
+    assert.deepStrictEqual(fdsOpenedSince(fdsBefore), [], 'no descriptor leaked');
     assert.strictEqual(mappedSegmentBytes(), mappedBefore, 'no mapping leaked');
     assert.strictEqual(p.client.stats().outOfLine.messagesOut, cycles + 64);
   } finally {

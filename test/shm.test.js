@@ -31,15 +31,13 @@ if (process.argv[2] === 'child') {
 
 const MiB = 1 << 20;
 
-function openFds() {
-  return fs.readdirSync('/proc/self/fd').length;
-}
 
 function shmEntries() {
   try { return fs.readdirSync('/dev/shm').sort(); } catch { return []; }
 }
 
 const { namedPair } = require('./helpers/pair');
+const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
 
 function sumEvery(buf) {
   let sum = 0;
@@ -312,7 +310,7 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
     await once(ch, 'message');
     ch.send({ op: 'fds' });
     const [{ fds: childFdsBefore }] = await once(ch, 'message');
-    const fdsBefore = openFds();
+    const fdsBefore = fdSnapshot();
     let received = 0;
     const done = new Promise((resolve) => {
       const on = (m) => { if (m && m.n !== undefined && ++received === 10_000) { ch.off('message', on); resolve(); } };
@@ -328,8 +326,7 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
     // descriptors: it keeps none.
     ch.send({ op: 'fds' });
     const [{ fds: childFdsAfter }] = await once(ch, 'message');
-    // (Fewer is fine: a buffer from an earlier test may have been collected.)
-    assert.ok(openFds() <= fdsBefore, `no descriptor leaked in the sender (${openFds()} > ${fdsBefore})`);
+    assert.deepStrictEqual(fdsOpenedSince(fdsBefore), [], 'no descriptor leaked in the sender');
     assert.strictEqual(childFdsAfter, childFdsBefore, 'no descriptor leaked in the receiver');
     assert.strictEqual(ch.stats().outOfLine.messagesOut, 10_000);
     assert.deepStrictEqual(shmEntries(), shmBefore, 'memfd segments leave nothing in /dev/shm');
@@ -340,7 +337,7 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
 });
 
 test('a peer killed mid-transfer closes the channel; no descriptors stay behind', { timeout: 60_000 }, async () => {
-  const fdsBefore = openFds();
+  const fdsBefore = fdSnapshot();
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
   const ch = child.channel;
   ch.send({ op: 'fds' });
@@ -353,7 +350,7 @@ test('a peer killed mid-transfer closes the channel; no descriptors stay behind'
   assert.ok(['peer-closed', 'peer-reset'].includes(reason), reason);
   await once(child, 'exit').catch(() => {});
   await new Promise((r) => setTimeout(r, 50));
-  assert.strictEqual(openFds(), fdsBefore);
+  assert.deepStrictEqual(fdsOpenedSince(fdsBefore), [], 'no descriptor leaked');
 });
 
 test('outOfLine: "never" keeps large views inline, and stats say so', async () => {

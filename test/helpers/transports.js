@@ -7,7 +7,6 @@
 const childProcess = require('child_process');
 const crypto = require('crypto');
 const path = require('path');
-const fs = require('fs');
 const procwire = require('../..');
 const { cert, key } = require('../../bench/lib/test-cert');
 const { natsServer, natsInstalled } = require('./nats-server');
@@ -122,8 +121,4 @@ async function openNats(serialization) {
   };
 }
 
-function openFds() {
-  return fs.readdirSync('/proc/self/fd').length;
-}
-
-module.exports = { TRANSPORTS, PROFILES, open, openFds, waitExit, natsServer };
+module.exports = { TRANSPORTS, PROFILES, open, waitExit, natsServer };
