@@ -1084,7 +1084,7 @@ class NativeChannel final : public HandleWrap {
     Local<Context> context = self->context_.Get(isolate);
     Context::Scope context_scope(context);
     uint64_t now = MonotonicNs();
-    if (rings->empty_since_ns != 0) rings->spin.Arrived(now - rings->empty_since_ns);
+    if (rings->empty_since_ns != 0) rings->spin.Arrived(rings->WokenGapNs(now));
     rings->empty_since_ns = 0;
     const uint64_t deadline = now + kMaxRingPollNs;
     for (;;) {

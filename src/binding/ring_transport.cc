@@ -66,13 +66,14 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
   writer_->Commit(kRingMarkSize + size);
   out_dirty_ = true;
   messages_out++;
-  // In a long batch, a sleeping reader is woken after the first few records
-  // rather than after the last, so both processes work on the stream at
-  // once instead of taking turns (the check is one plain load while the
-  // reader is awake). Not at the first record: a short batch, such as one
-  // answer, is signalled at its end anyway, and waking per record would
-  // cost a context switch per message.
-  if (++batch_records_ == kEarlyWakeRecords && writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
+  // In a long batch, a sleeping reader is woken every few records rather
+  // than only after the last, so both processes work on the stream at once
+  // instead of taking turns: a reader that caught up and went back to sleep
+  // mid-batch is woken again a few records later (the check is one plain
+  // load while the reader is awake). Not at every record: a short batch,
+  // such as one answer, is signalled at its end anyway, and waking per
+  // record would cost a context switch per message.
+  if (++batch_records_ % kEarlyWakeRecords == 0 && writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
     EventFdSignal(out_wake_fd_);
     wakes_sent++;
   }

@@ -42,8 +42,8 @@ namespace procwire {
 constexpr size_t kChannelRingCapacity = 1024 * 1024;
 // Bytes before the frames in every ring record: the socket mark.
 constexpr size_t kRingMarkSize = 8;
-// In a batch of sends, the record after which a sleeping reader is woken
-// early (see RingTransport::Write).
+// In a batch of sends, a sleeping reader is woken early after every this
+// many records (see RingTransport::Write).
 constexpr uint32_t kEarlyWakeRecords = 16;
 
 class RingTransport {
@@ -102,6 +102,15 @@ class RingTransport {
   // it last found the ring empty (MonotonicNs; 0: not since a delivery).
   SpinWindow spin;
   uint64_t empty_since_ns = 0;
+  // After a sleep that began at empty_since_ns: how long the ring stayed
+  // empty, by the writer's wake-up stamp. A stamp outside [empty_since_ns,
+  // now] (stale: a wake-up of our own, such as readStart's; or a lying peer)
+  // counts the whole time asleep.
+  uint64_t WokenGapNs(uint64_t now) const {
+    const uint64_t woken = reader_ != nullptr ? reader_->WokenNs() : 0;
+    if (woken < empty_since_ns || woken > now) return now - empty_since_ns;
+    return woken - empty_since_ns;
+  }
   const char* corrupt_reason() const { return corrupt_reason_; }
   void SetCorrupt(const char* why) { corrupt_reason_ = why; }
 

@@ -228,7 +228,9 @@ bool RingWriter::NeedsWake() {
   // re-check sees our head, or we see its announcement here.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (header_->consumer_sleeping.load(std::memory_order_relaxed) == 0) return false;
-  return header_->consumer_sleeping.exchange(0, std::memory_order_acq_rel) != 0;
+  if (header_->consumer_sleeping.exchange(0, std::memory_order_acq_rel) == 0) return false;
+  header_->consumer_woken_ns.store(MonotonicNs(), std::memory_order_release);
+  return true;
 }
 
 bool RingWriter::PrepareToSleep(size_t size) {

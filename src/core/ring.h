@@ -83,6 +83,11 @@ struct RingHeader {
   alignas(64) std::atomic<uint64_t> tail;  // written by the consumer
   // 1 while the consumer sleeps (or is about to) waiting for data.
   alignas(64) std::atomic<uint32_t> consumer_sleeping;
+  // CLOCK_MONOTONIC (ns) when the producer last took the consumer's sleep
+  // announcement to wake it: on waking, the consumer learns when data came,
+  // not when the scheduler ran it (see SpinWindow). Written by the producer
+  // only; a hint the consumer bounds, never trusts.
+  std::atomic<uint64_t> consumer_woken_ns;
   // 1 while the producer sleeps (or is about to) waiting for space.
   alignas(64) std::atomic<uint32_t> producer_sleeping;
 };
@@ -182,8 +187,9 @@ class RingWriter {
   RingStatus Write(const uint8_t* data, size_t size);
 
   // After a batch of commits: true when the reader announced sleep, in which
-  // case it has been cleared and the caller must signal the reader once.
-  // Includes the full fence that pairs with the reader's announcement.
+  // case it has been cleared, the time stamped (consumer_woken_ns), and the
+  // caller must signal the reader once. Includes the full fence that pairs
+  // with the reader's announcement.
   bool NeedsWake();
   // A cheap hint, no fence: the reader has announced sleep as far as this
   // thread can see yet. A writer in the middle of a batch uses it to wake a
@@ -257,6 +263,10 @@ class RingReader {
   // published bytes past our tail. Peek decides what they are.
   bool MaybeHasData() const { return header_->head.load(std::memory_order_acquire) != tail_; }
 
+  // When the writer last woke us (MonotonicNs, as the writer stamped it:
+  // any value, so callers bound it).
+  uint64_t WokenNs() const { return header_->consumer_woken_ns.load(std::memory_order_acquire); }
+
  private:
   bool ReadHead(uint64_t* head);
   RingStatus Fail(RingError e) {
@@ -316,8 +326,11 @@ class SpinWindow {
     if (average_ns_ > kMaxNs / 2) return 0;
     return average_ns_ * 2 < kMinNs ? kMinNs : average_ns_ * 2;
   }
-  // Data came `gap_ns` after the ring was found empty (while spinning, or
-  // on the wake-up after a sleep).
+  // Data came `gap_ns` after the ring was found empty (while spinning, or,
+  // after a sleep, when the writer stamped its wake-up). The scheduler's
+  // wake-up latency must not count: on a virtual machine waking an idle
+  // CPU can take 100 µs, which would shut the window, so that every message
+  // waits for such a wake-up, whose latency keeps the window shut.
   void Arrived(uint64_t gap_ns) {
     if (gap_ns > kIdleNs) gap_ns = kIdleNs;
     average_ns_ = (3 * average_ns_ + gap_ns) / 4;

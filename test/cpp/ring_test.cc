@@ -431,6 +431,31 @@ TEST(Ring, SleepHandshakeInOneProcess) {
   EXPECT_EQ(*d, 'b');
 }
 
+// The writer stamps the moment it takes a sleep announcement, so the woken
+// reader can tell how long the ring really stayed empty from how long the
+// scheduler took to run it again; a write that owes no signal stamps nothing.
+TEST(Ring, WakeUpIsStampedWhenTheWriterTakesTheAnnouncement) {
+  RingMapping m;
+  ASSERT_EQ(m.Create(kSmall), 0);
+  RingWriter w(&m);
+  RingReader r(&m);
+  EXPECT_EQ(r.WokenNs(), 0u);
+  ASSERT_EQ(w.Write(reinterpret_cast<const uint8_t*>("a"), 1), RingStatus::kOk);
+  EXPECT_FALSE(w.NeedsWake());
+  EXPECT_EQ(r.WokenNs(), 0u);
+  const uint8_t* d;
+  size_t n;
+  ASSERT_EQ(r.Peek(&d, &n), RingStatus::kOk);
+  r.Consume();
+  ASSERT_TRUE(r.PrepareToSleep());
+  const uint64_t before = MonotonicNs();
+  ASSERT_EQ(w.Write(reinterpret_cast<const uint8_t*>("b"), 1), RingStatus::kOk);
+  ASSERT_TRUE(w.NeedsWake());
+  const uint64_t after = MonotonicNs();
+  EXPECT_GE(r.WokenNs(), before);
+  EXPECT_LE(r.WokenNs(), after);
+}
+
 // The writer's early-wake hint: it sees an announced sleep without a fence,
 // wakes the reader at the first record of a batch, and leaves nothing owed
 // for the rest of the batch; NeedsWake after the batch stays exact.
