@@ -54,6 +54,11 @@ const DEFAULT_SEGMENT_POOL_COUNT = 16;
 // Idle recycled segments are dropped (and the peer told to unmap them) once
 // no segment came back for this many ms.
 const DEFAULT_SEGMENT_POOL_IDLE = 5000;
+// The buffers a native advanced channel's small frames are copied into for
+// JavaScript to decode (decodeSmallFrames): a batch's frames past either
+// bound are decoded by the addon instead.
+const SMALL_FRAME_BYTES = 64 * 1024;
+const SMALL_FRAME_COUNT = 1024;
 // The receiver maps at most this many times its own segmentPoolMaxBytes of
 // a peer's recycled segments (set both ends' bounds alike).
 const MAX_MAPPED_FACTOR = 4;
@@ -134,6 +139,8 @@ class Channel extends EventEmitter {
     this._closeReason = null;
     this._closeError = null;
     this._backlog = [];
+    // Small frames the addon left to JavaScript that failed to decode.
+    this._decodeErrorsInJs = 0;
     this._backlogSizes = [];
     this._backlogBytes = 0;
     this._readPausedByBacklog = false;
@@ -159,8 +166,10 @@ class Channel extends EventEmitter {
     // message is out.
     this._writeHeld = false;
     const callbacks = {
-      onread: (messages, errors, segments, segmentBytes, frameBytes, fds) =>
-        this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds),
+      onread: (messages, errors, segments, segmentBytes, frameBytes, fds, smallFrames) => {
+        if (smallFrames > 0) decodeSmallFrames(messages, this._smallBytes, this._smallFrames, smallFrames);
+        this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds);
+      },
       // Recycled segments whose Buffers were collected: hand them back.
       onsegmentreturn: (ids) => this._returnSegments(ids),
       onwrite: (written) => this._onWritten(written),
@@ -211,6 +220,18 @@ class Channel extends EventEmitter {
     // shared memory. -1: never.
     this._fastMaxView = this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
       typeof this._handle.writeFrame === 'function' ? (nativeThreshold < 0 ? Infinity : nativeThreshold) : -1;
+    // Small advanced frames are decoded here by the same fast path, in one
+    // batch per read, rather than by a ValueDeserializer set up per message
+    // in the addon (see decodeSmallFrames). The addon copies them into
+    // these two buffers, this channel's for its whole life.
+    this._smallBytes = null;
+    this._smallFrames = null;
+    if (this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
+        typeof this._handle.decodeInJs === 'function') {
+      this._smallBytes = Buffer.allocUnsafeSlow(SMALL_FRAME_BYTES);
+      this._smallFrames = new Uint32Array(3 * SMALL_FRAME_COUNT);
+      this._handle.decodeInJs(this._smallBytes, this._smallFrames);
+    }
     this._handle.owner = this;
     this._peerTakesSegments = false;
     // Say what we can receive. Only native channels that may use segments
@@ -575,6 +596,7 @@ class Channel extends EventEmitter {
       pendingRequests: this._requests.size,
       // On when both ends can: this end allows it and the peer said so.
       outOfLineEnabled: this.outOfLine !== 'never' && this._peerTakesSegments,
+      decodeErrorsInJs: this._decodeErrorsInJs,
     });
   }
 
@@ -693,7 +715,13 @@ class Channel extends EventEmitter {
         fd = fds[f + 1];
         f += 2;
       }
-      if (this._state === 'closed' || this._gate !== null) {
+      if (messages[i] instanceof DecodeFailure) {
+        // A small frame decoded in JavaScript that failed, reported in its
+        // place as the addon reports its own (no descriptor rides on one).
+        this._decodeErrorsInJs++;
+        if (this._state === 'closed') continue;
+        if (this._gate !== null) this._gate(null); else this._reportDecodeError(messages[i].error);
+      } else if (this._state === 'closed' || this._gate !== null) {
         // No handle is taken before the hello completes, nor after close.
         if (fd !== undefined) binding.closeFd(fd);
         if (this._state === 'closed') continue;
@@ -1078,6 +1106,31 @@ class Channel extends EventEmitter {
 }
 
 // A backlogged message that came with a handle.
+// A small frame decoded in JavaScript that failed: its error, in the
+// frame's place in the batch (a private class, so no decoded value is one).
+class DecodeFailure {
+  constructor(error) {
+    this.error = error;
+  }
+}
+
+// The `count` frames a native handle left for JavaScript (decodeInJs):
+// their payloads back to back in `bytes`, and [index, offset, length]
+// triples in `frames`; each decoded value becomes messages[index], or a
+// DecodeFailure. Decoded values never borrow `bytes` (the addon leaves
+// frames holding views to its own decoder), so it is reused for the next
+// batch.
+function decodeSmallFrames(messages, bytes, frames, count) {
+  const decodeRange = codec.advanced.decodeRange;
+  for (let k = 0; k < 3 * count; k += 3) {
+    try {
+      messages[frames[k]] = decodeRange(bytes, frames[k + 1], frames[k + 2]);
+    } catch (err) {
+      messages[frames[k]] = new DecodeFailure(err);
+    }
+  }
+}
+
 class WithHandle {
   constructor(message, handle) {
     this.message = message;

@@ -55,8 +55,9 @@ function histogram(s, first) {
 }
 
 // The public stats() object from a handle's array and what only the
-// Channel knows (pending requests, whether out-of-line is on).
-function publicStats(s, { pendingRequests, outOfLineEnabled }) {
+// Channel knows (pending requests, whether out-of-line is on, frames that
+// failed to decode in JavaScript).
+function publicStats(s, { pendingRequests, outOfLineEnabled, decodeErrorsInJs }) {
   return {
     messagesIn: s[STATS.messagesIn],
     messagesOut: s[STATS.messagesOut],
@@ -65,7 +66,7 @@ function publicStats(s, { pendingRequests, outOfLineEnabled }) {
     queuedBytes: s[STATS.queuedBytes],
     writeCalls: s[STATS.writeCalls],
     readCalls: s[STATS.readCalls],
-    decodeErrors: s[STATS.decodeErrors],
+    decodeErrors: s[STATS.decodeErrors] + decodeErrorsInJs,
     bufferedBytes: s[STATS.bufferedBytes],
     pendingRequests,
     outOfLine: {

@@ -172,6 +172,9 @@ describe('fast path: bytes and values equal Node\'s', () => {
           // Again: a key sequence met before is made by its object template.
           corpus.assertCase(c, fast.decode(reference.subarray(4)), 'fast decoder, second time');
           corpus.assertCase(c, fast.decode(reference.subarray(4)), 'fast decoder, third time');
+          // As a channel's batch holds it, between other frames' bytes.
+          const batch = Buffer.concat([Buffer.from('ff0f6f', 'hex'), reference.subarray(4), reference]);
+          corpus.assertCase(c, fast.decodeRange(batch, 3, reference.length - 4), 'fast decoder, in a batch');
           read++;
         }
       }
@@ -430,7 +433,17 @@ describe('fast path: differential fuzzer', () => {
       }
       const cut = r.chance(0.2) ? input.subarray(0, r.int(input.length + 1)) : input;
       const mine = fast.decode(cut);
-      if (mine === fast.NOT_FAST) continue;
+      // The same payload amid other bytes, as a channel's batch holds it:
+      // decodeRange must read nothing outside its range (the next frame's
+      // bytes could otherwise complete a cut payload).
+      const before = r.int(9);
+      const padded = Buffer.concat([Buffer.alloc(before, 0x6f), cut, r.pick(seeds)]);
+      const ranged = fast.decodeRange(padded, before, cut.length);
+      if (mine === fast.NOT_FAST) {
+        assert.strictEqual(ranged, fast.NOT_FAST, `${cut.toString('hex')}: decodeRange read past its range`);
+        continue;
+      }
+      assertSameValue(ranged, mine, `${cut.toString('hex')} (decodeRange)`);
       const theirs = referenceOutcome(() => v8.deserialize(cut));
       const node = referenceOutcome(() => corpus.referenceDecode(cut));
       assert.ok(!node.err, `${cut.toString('hex')}: fast decoder accepted what Node rejects (${node.err && node.err.message})`);

@@ -19,6 +19,8 @@
 //       holds anything unusual (a tag this path does not read, a malformed
 //       or hostile byte): the caller then decodes it with
 //       ValueDeserializer, which decides what it means or which error it is.
+//   decodeRange(bytes, start, length) -> as decode(), for the payload at
+//       bytes[start, start + length) of a Buffer.
 //
 // What V8 writes follows its internal representation in places no public
 // API shows: an integral number stored as a double (a field that once held
@@ -1025,16 +1027,31 @@ function decode(view, copyViews) {
     length = dataViewByteLength.call(view);
   }
   if (length < 3) return NOT_FAST;
-  u = isBuffer ? view : Buffer.from(buffer, offset, length);
-  if (u[0] !== T_VERSION || u[1] !== VERSION) {
+  return run(isBuffer ? view : Buffer.from(buffer, offset, length), buffer, offset, 0, length, copyViews === true);
+}
+
+// One payload of `length` bytes at `start` in the Buffer `bytes` -> the
+// value, or NOT_FAST, as decode(). For a channel's batch of small frames,
+// all in one Buffer: no view is made per message. Views in the payload
+// borrow `bytes`' memory, as decode()'s do.
+function decodeRange(bytes, start, length) {
+  if (decoding || length < 3) return NOT_FAST;
+  return run(bytes, null, 0, start, start + length, false);
+}
+
+// Reads the payload in u[start, stop). `buffer`/`offset`: u's memory, or
+// null (looked up when a view needs it).
+function run(bytes, buffer, offset, start, stop, copyViews) {
+  u = bytes;
+  if (u[start] !== T_VERSION || u[start + 1] !== VERSION) {
     u = null;
     return NOT_FAST;
   }
   ab = buffer;
   base = offset;
-  end = length;
-  p = 2;
-  copyAll = copyViews === true;
+  end = stop;
+  p = start + 2;
+  copyAll = copyViews;
   decoding = true;
   bail = false;
   try {
@@ -1058,4 +1075,4 @@ function decode(view, copyViews) {
   }
 }
 
-module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, configure, NOT_FAST };
+module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, decodeRange, configure, NOT_FAST };

@@ -38,20 +38,25 @@ function checkPayload(payload) {
   if (!ArrayBuffer.isView(payload)) throw invalidArg('payload must be a Buffer, TypedArray or DataView');
 }
 
-// name -> { name, id, framing, headerBytes, trailerBytes, encode, decode }
+// name -> { name, id, framing, headerBytes, trailerBytes, encode, decode[, decodeRange] }
 //   encode(value) -> Buffer holding a whole frame
 //   decode(payload) -> value (payload: the frame without its framing bytes)
+//   decodeRange(bytes, start, length) -> value, for lib/ only: the payload at
+//       bytes[start, start + length) of a Buffer, without a view per call
+//       (a channel's batch of small frames)
 const CODECS = new Map();
 
-function register(format, encode, decode) {
-  CODECS.set(format.name, Object.freeze({
+function register(format, encode, decode, decodeRange) {
+  const entry = {
     ...format,
     encode,
     decode(payload) {
       checkPayload(payload);
       return decode(payload);
     },
-  }));
+  };
+  if (decodeRange !== undefined) Object.defineProperty(entry, 'decodeRange', { value: decodeRange });
+  CODECS.set(format.name, Object.freeze(entry));
 }
 
 register(FORMATS.advanced,
@@ -62,6 +67,10 @@ register(FORMATS.advanced,
   (payload) => {
     const value = fast.decode(payload, false);
     return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, payload);
+  },
+  (bytes, start, length) => {
+    const value = fast.decodeRange(bytes, start, length);
+    return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, bytes.subarray(start, start + length));
   });
 register(FORMATS.json, jsCodec.encodeJson, jsCodec.decodeJson);
 

@@ -27,12 +27,15 @@
 //                       NODE_PROCWIRE_REQ/RES messages
 //
 // Callbacks the handle calls (Channel passes them to createHandle):
-//   onread(messages, errors, segments, segmentBytes, frameBytes, fds)
+//   onread(messages, errors, segments, segmentBytes, frameBytes, fds[, smallBytes, smallFrames])
 //       messages: decoded values in order; errors: [index, err, ...] frames
 //       that failed to decode before messages[index] (skipped, the stream is
 //       intact); segments/segmentBytes: shared memory taken in this batch;
 //       frameBytes: the batch's bytes; fds: [index, fd, ...] descriptors that
-//       came with messages[index]
+//       came with messages[index]; smallBytes/smallFrames (a native handle
+//       after decodeInJs()): frames left for JavaScript to decode, their
+//       payloads back to back in a Buffer and [index, offset, length]
+//       triples in a Uint32Array, each the value of messages[index]
 //   onwrite(totalWritten)     bytes the transport has taken since the start
 //   onend(reason, err, errnoName)  the stream ended (Channel closes):
 //                             reason one of END_REASONS; err the coded

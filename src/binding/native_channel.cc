@@ -1,6 +1,7 @@
 #include "native_channel.h"
 
 #include <node.h>
+#include <node_buffer.h>
 #include <uv.h>
 
 #include <fcntl.h>
@@ -65,6 +66,12 @@ constexpr int kMaxRingRecordsPerWake = 4096;
 // The longest one ring wake-up keeps the event loop (delivering and
 // spinning) before the rest of the loop gets its turn.
 constexpr uint64_t kMaxRingPollNs = 1000000;
+
+// advanced frames up to this size are handed to JavaScript as bytes, to be
+// decoded there by the fast path (lib/codec/advanced-fast.js), when the
+// channel asked for it (decodeInJs): for small messages, setting up V8's
+// ValueDeserializer costs more than the whole JavaScript decode.
+constexpr size_t kJsDecodeMaxBytes = 2048;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
 
@@ -303,6 +310,31 @@ class NativeChannel final : public HandleWrap {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     self->inbound_.AcceptHandles();
+  }
+
+  // decodeInJs(bytes, frames): from now on, small advanced frames that may
+  // be plain values are left for JavaScript to decode, copied into `bytes`
+  // (a Buffer) with [index, offset, length] triples in `frames` (a
+  // Uint32Array), both owned by the channel and reused for every batch (see
+  // onread in lib/transport/contract.js). Frames that do not fit are
+  // decoded here.
+  static void DecodeInJs(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsUint8Array());
+    CHECK(args[1]->IsUint32Array());
+    if (self->reader_.format() != WireFormat::kAdvanced) return;
+    Isolate* isolate = args.GetIsolate();
+    Local<v8::Uint8Array> bytes = args[0].As<v8::Uint8Array>();
+    Local<v8::Uint32Array> frames = args[1].As<v8::Uint32Array>();
+    self->js_bytes_ref_.Reset(isolate, bytes);
+    self->js_frames_ref_.Reset(isolate, frames);
+    self->js_bytes_ = static_cast<uint8_t*>(bytes->Buffer()->Data()) + bytes->ByteOffset();
+    self->js_bytes_capacity_ = bytes->ByteLength();
+    self->js_frames_ =
+        reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(frames->Buffer()->Data()) + frames->ByteOffset());
+    self->js_frames_capacity_ = frames->Length() / 3;
+    self->js_decode_ = true;
   }
 
   // enableSegmentPool(maxBytes, maxCount): the peer takes recycled segments
@@ -587,6 +619,11 @@ class NativeChannel final : public HandleWrap {
     on_segment_return_.Reset();
     shared_counters_.Reset();
     shared_ = nullptr;
+    js_decode_ = false;
+    js_bytes_ref_.Reset();
+    js_frames_ref_.Reset();
+    js_bytes_ = nullptr;
+    js_frames_ = nullptr;
   }
 
  private:
@@ -789,6 +826,7 @@ class NativeChannel final : public HandleWrap {
   void ReadAll(Local<Context> context) {
     Isolate* isolate = data_->isolate;
     std::vector<Local<Value>> messages;
+    StartBatch();
     // Pairs (index in messages, error): the error happened before that message.
     std::vector<Local<Value>> errors;
     // Pairs (index in messages, descriptor) for NODE_HANDLE messages.
@@ -938,11 +976,20 @@ class NativeChannel final : public HandleWrap {
     }
   }
 
+  void StartBatch() {
+    js_bytes_used_ = 0;
+    js_frames_used_ = 0;
+  }
+
   // Hands one batch of decoded messages to JavaScript.
   void EmitBatch(std::vector<Local<Value>>& messages, std::vector<Local<Value>>& errors,
                  std::vector<Local<Value>>& handle_fds) {
     Isolate* isolate = data_->isolate;
     if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
+      // How many frames of this batch JavaScript decodes (in the buffers it
+      // gave decodeInJs).
+      const double js_frames = static_cast<double>(js_frames_used_);
+      StartBatch();
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
       Local<Value> error_list = errors.empty()
                                     ? Local<Value>(v8::Undefined(isolate))
@@ -958,11 +1005,12 @@ class NativeChannel final : public HandleWrap {
                              Number::New(isolate, frame_bytes_ + taken_segment_bytes_),
                              handle_fds.empty()
                                  ? Local<Value>(v8::Undefined(isolate))
-                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size()))};
+                                 : Local<Value>(Array::New(isolate, handle_fds.data(), handle_fds.size())),
+                             Number::New(isolate, js_frames)};
       taken_segments_ = 0;
       taken_segment_bytes_ = 0;
       frame_bytes_ = 0;
-      Call(on_read_, 6, argv);
+      Call(on_read_, 7, argv);
     }
   }
 
@@ -1089,6 +1137,7 @@ class NativeChannel final : public HandleWrap {
     const uint64_t deadline = now + kMaxRingPollNs;
     for (;;) {
       std::vector<Local<Value>> messages, errors, handle_fds;
+      self->StartBatch();
       RingDrain drained;
       try {
         v8::TryCatch try_catch(isolate);
@@ -1209,11 +1258,16 @@ class NativeChannel final : public HandleWrap {
       errors->push_back(err);
       return;
     }
+    // Handles always travel by the socket: a ring frame never claims one.
+    const bool may_carry_handle =
+        source == Inbound::Source::kSocket && inbound_.accepts_handles() && inbound_.pending() > 0;
+    if (js_decode_ && !may_carry_handle && segments.buffers.empty() && TakeForJs(frame, messages->size())) {
+      messages->push_back(v8::Undefined(isolate));
+      return;
+    }
     if (DecodePayload(data_, context, reader_.format(), frame.data, frame.size, memory, &value, with_segments,
                       reader_.max_payload_size())) {
-      // Handles always travel by the socket: a ring frame never claims one.
-      if (source == Inbound::Source::kSocket && inbound_.accepts_handles() && inbound_.pending() > 0 &&
-          IsHandleMessage(context, value)) {
+      if (may_carry_handle && IsHandleMessage(context, value)) {
         // Node's protocol: the descriptor that arrived with (or before) a
         // NODE_HANDLE message is that message's handle.
         const int fd = inbound_.TakeHandle();
@@ -1230,6 +1284,29 @@ class NativeChannel final : public HandleWrap {
     try_catch->Reset();
     errors->push_back(Integer::NewFromUnsigned(isolate, static_cast<uint32_t>(messages->size())));
     errors->push_back(err);
+  }
+
+  // Copies a small frame for JavaScript to decode, as messages[index]; false
+  // (nothing kept) when it is too big or its bytes hold a host object's tag
+  // ('\\': a Buffer, a view, a segment) or a resizable ArrayBuffer's ('~'):
+  // those keep the native decoder, which borrows memory, maps segments and
+  // bounds maxByteLength. The check runs on our copy: a ring frame's bytes
+  // are in memory the peer can still write.
+  bool TakeForJs(const FrameReader::Frame& frame, size_t index) {
+    if (frame.size > kJsDecodeMaxBytes || index > UINT32_MAX || js_frames_used_ == js_frames_capacity_ ||
+        frame.size > js_bytes_capacity_ - js_bytes_used_) {
+      return false;
+    }
+    uint8_t* copy = js_bytes_ + js_bytes_used_;
+    std::memcpy(copy, frame.data, frame.size);
+    if (std::memchr(copy, '\\', frame.size) != nullptr || std::memchr(copy, '~', frame.size) != nullptr)
+      return false;
+    uint32_t* triple = js_frames_ + 3 * js_frames_used_++;
+    triple[0] = static_cast<uint32_t>(index);
+    triple[1] = static_cast<uint32_t>(js_bytes_used_);
+    triple[2] = static_cast<uint32_t>(frame.size);
+    js_bytes_used_ += frame.size;
+    return true;
   }
 
   // True for { cmd: 'NODE_HANDLE', ... }: a plain decoded object, so reading
@@ -1436,6 +1513,19 @@ class NativeChannel final : public HandleWrap {
   bool peer_hung_up_ = false;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
+  // Small frames of the batch being assembled that JavaScript decodes
+  // (decodeInJs): their payloads back to back, and per frame its index in
+  // the batch's messages, offset and length. Cleared when a batch starts
+  // and handed over by EmitBatch.
+  bool js_decode_ = false;
+  v8::Global<v8::Uint8Array> js_bytes_ref_;
+  v8::Global<v8::Uint32Array> js_frames_ref_;
+  uint8_t* js_bytes_ = nullptr;
+  size_t js_bytes_capacity_ = 0;
+  size_t js_bytes_used_ = 0;
+  uint32_t* js_frames_ = nullptr;
+  size_t js_frames_capacity_ = 0;
+  size_t js_frames_used_ = 0;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Recycled segments: our pool (the peer takes them) and the peer's
@@ -1474,6 +1564,7 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   SetMethod(isolate, ch, external, "segmentPoolStats", NativeChannel::SegmentPoolStats);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
   SetMethod(isolate, ch, external, "acceptHandles", NativeChannel::AcceptHandles);
+  SetMethod(isolate, ch, external, "decodeInJs", NativeChannel::DecodeInJs);
   SetMethod(isolate, ch, external, "allowRings", NativeChannel::AllowRings);
   SetMethod(isolate, ch, external, "enableRings", NativeChannel::EnableRings);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
