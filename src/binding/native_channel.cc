@@ -768,6 +768,17 @@ class NativeChannel final : public HandleWrap {
       const int err = self->DoFlush();
       if (self->closing_) return;
       if (err != 0) {
+        // A peer that wrote and then hung up: what it wrote is still in
+        // our socket, ahead of its end, and Node's channel reads it all
+        // before it disconnects. So a reading channel leaves the close to
+        // the read side, which delivers those messages and then sees the
+        // end (as Channel._peerGoneWhileReading does for flushes that
+        // JavaScript starts); the failed write stops watching for
+        // writability (DoFlush), so this does not spin.
+        if ((err == EPIPE || err == ECONNRESET) && self->reading_) {
+          self->OnReadable(context);
+          return;
+        }
         self->End(EndReason::kSystemError, Local<Value>(), err);
         return;
       }
