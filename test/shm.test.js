@@ -36,8 +36,17 @@ function shmEntries() {
   try { return fs.readdirSync('/dev/shm').sort(); } catch { return []; }
 }
 
-const { namedPair } = require('./helpers/pair');
+const { namedPair, uniqueName } = require('./helpers/pair');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
+
+// Polls until cond() holds, or fails after `ms`.
+async function until(cond, what, ms = 5000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 function sumEvery(buf) {
   let sum = 0;
@@ -273,6 +282,39 @@ test('descriptors no frame claims are closed once the read is whole; the channel
     p.close();
   }
 });
+
+for (const segmentPool of [false, true]) {
+  test(`segments the receiver refuses (over its maxMessageSize) are still acknowledged${segmentPool ? ', recycled ones too' : ''}: the sender's backpressure recovers`, { timeout: 20_000 }, async () => {
+    // Ends with different limits, a legitimate set-up: the receiver refuses
+    // what is over its own, and must still say it took the memory, or the
+    // sender counts it in flight for ever and send() stays false.
+    const name = uniqueName();
+    const server = procwire.listen(name, { maxMessageSize: 1 << 20, segmentPool });
+    await server.ready;
+    const accepted = once(server, 'channel');
+    const client = await procwire.connect(name, { maxMessageSize: 64 << 20, segmentPool });
+    const [serverSide] = await accepted;
+    try {
+      const refused = [];
+      serverSide.on('messageerror', (err) => refused.push(err.code));
+      const got = [];
+      serverSide.on('message', (m) => got.push(m));
+      // The capabilities must have crossed for segments to be used.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (let i = 0; i < 3; i++) assert.strictEqual(client.send({ data: Buffer.alloc(4 * MiB, i) }), false);
+      client.send({ after: true });
+      await until(() => got.length === 1 && client.writableLength === 0, 'the later message, and nothing in flight');
+      assert.deepStrictEqual(refused, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
+      assert.deepStrictEqual(got, [{ after: true }]);
+      assert.strictEqual(client.stats().outOfLine.messagesOut, 3);
+      assert.strictEqual(client.send({ small: 1 }), true, 'nothing is counted in flight any more');
+    } finally {
+      client.destroy();
+      serverSide.destroy();
+      server.close();
+    }
+  });
+}
 
 test('a second segment announcement before its message closes the channel', { timeout: 10_000 }, async () => {
   const p = await namedPair();

@@ -1359,12 +1359,17 @@ class NativeChannel final : public HandleWrap {
         counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
         taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
         segments->buffers.push_back(ab);
-      } else if (bad == nullptr) {
-        bad = error == EPERM
-                  ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
-              : error == EFBIG ? "a received segment is larger than maxMessageSize"
-                               : "a received segment could not be mapped";
-        segments->buffers.clear();
+      } else {
+        // Acknowledged though refused (or skipped after a refusal), so the
+        // sender's count of shared memory in flight still comes down.
+        taken_segment_bytes_ += static_cast<double>(RefusedSegmentBytes(fd));
+        if (bad == nullptr) {
+          bad = error == EPERM
+                    ? "a received segment is not a sealed memfd (write, shrink and grow seals required)"
+                : error == EFBIG ? "a received segment is larger than maxMessageSize"
+                                 : "a received segment could not be mapped";
+          segments->buffers.clear();
+        }
       }
       CloseFd(fd);
     }
@@ -1413,6 +1418,12 @@ class NativeChannel final : public HandleWrap {
           if (bad == nullptr) error = EFBIG;
           ok = false;
         }
+      }
+      if (!ok) {
+        // Acknowledged though refused, as in MapSegments: a sealed segment
+        // by its size, a recycled one by the length the sender counted.
+        taken_segment_bytes_ +=
+            static_cast<double>(e.kind == protocol::kSegmentSealed ? RefusedSegmentBytes(fd) : e.length);
       }
       if (fd >= 0) CloseFd(fd);
       if (ok) {

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -182,6 +183,12 @@ v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd,
       size == 0 ? v8::ArrayBuffer::NewBackingStore(isolate, 0)
                 : v8::ArrayBuffer::NewBackingStore(data, size, UnmapReceived, nullptr);
   return v8::ArrayBuffer::New(isolate, std::move(store));
+}
+
+size_t RefusedSegmentBytes(int fd) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size < 0) return 0;
+  return static_cast<size_t>(st.st_size);
 }
 
 // ---- a peer's recycled segments ----------------------------------------------

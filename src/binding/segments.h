@@ -48,6 +48,11 @@ void UnmapAllocatedNow(const void* data);
 v8::MaybeLocal<v8::ArrayBuffer> MapReceivedSegment(v8::Isolate* isolate, int fd, size_t max_size, int* error,
                                                    bool accept_future_write = false);
 
+// The size of a received segment that was refused or skipped (0 when fstat
+// fails): it is acknowledged to the sender all the same, whose count of
+// shared memory in flight would otherwise never come down (SEGACK).
+size_t RefusedSegmentBytes(int fd);
+
 // Detaches an ArrayBuffer over a peer's recycled segment (a Buffer that
 // arrived through one), so the segment goes back to its sender at once
 // rather than when the Buffer is collected; every view of that ArrayBuffer
