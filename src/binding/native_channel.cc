@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -245,10 +246,7 @@ class NativeChannel final : public HandleWrap {
     CHECK(args[0]->IsArrayBufferView());
     Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
     EncodedFrame frame;
-    frame.size = view->ByteLength();
-    frame.data = static_cast<uint8_t*>(std::malloc(frame.size ? frame.size : 1));
-    CHECK_NOT_NULL(frame.data);
-    view->CopyContents(frame.data, frame.size);
+    if (!CopyFrame(args, view, view->ByteLength(), &frame)) return;
     std::vector<int> fds;
     if (args[1]->IsArray()) {
       Local<Context> context = args.GetIsolate()->GetCurrentContext();
@@ -269,6 +267,29 @@ class NativeChannel final : public HandleWrap {
   // that lib/codec/advanced-fast.js wrote into its scratch memory. It is
   // copied, held to maxMessageSize and queued (or put in the ring) as
   // write() does with what ValueSerializer writes, counted the same way.
+  // Copies the first `size` bytes of `view` into a frame of its own (the
+  // caller's memory is reused for the next message). A copy that cannot be
+  // allocated throws ERR_PROCWIRE_OUT_OF_MEMORY and queues nothing: sending
+  // one huge message must not abort the process.
+  static bool CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view, size_t size,
+                        EncodedFrame* frame) {
+    uint8_t* data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
+    if (data == nullptr) {
+      Isolate* isolate = args.GetIsolate();
+      isolate->LowMemoryNotification();
+      char message[120];
+      std::snprintf(message, sizeof(message), "out of memory queueing a frame of %zu bytes; nothing was sent",
+                    size);
+      ThrowCodedError(AddonData::From(args), isolate->GetCurrentContext(), "ERR_PROCWIRE_OUT_OF_MEMORY",
+                      message);
+      return false;
+    }
+    view->CopyContents(data, size);
+    frame->data = data;
+    frame->size = size;
+    return true;
+  }
+
   static void WriteFrame(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -278,10 +299,7 @@ class NativeChannel final : public HandleWrap {
     const size_t size = args[1].As<v8::Uint32>()->Value();
     CHECK(size <= view->ByteLength());
     EncodedFrame frame;
-    frame.size = size;
-    frame.data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
-    CHECK_NOT_NULL(frame.data);
-    view->CopyContents(frame.data, size);
+    if (!CopyFrame(args, view, size, &frame)) return;
     if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), frame, 0)) return;
     self->Enqueue(frame);
     args.GetReturnValue().Set(self->TotalPushed());
