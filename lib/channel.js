@@ -112,22 +112,18 @@ class Channel extends EventEmitter {
     if (typeof options.createHandle !== 'function' && !(Number.isInteger(fd) && fd >= 0 && fd < 2 ** 31)) {
       throw invalidArg('Channel is made by fork(), listen() and connect(); it needs a socket descriptor');
     }
-    this.serialization = validateSerialization(options.serialization);
-    this.maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
-    this.highWaterMark = validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK);
-    // A hard cap behind the soft one: a sender that ignores send() === false
-    // while its peer has stopped reading would otherwise grow without bound.
-    this.maxQueuedBytes = validateSize(options.maxQueuedBytes, 'maxQueuedBytes', DEFAULT_MAX_QUEUED_BYTES);
-    this.requestTimeout = validateSize(options.requestTimeout, 'requestTimeout', DEFAULT_REQUEST_TIMEOUT, MAX_TIMEOUT);
+    const settings = channelSettings(options);
+    this.serialization = settings.serialization;
+    this.maxMessageSize = settings.maxMessageSize;
+    this.highWaterMark = settings.highWaterMark;
+    this.maxQueuedBytes = settings.maxQueuedBytes;
+    this.requestTimeout = settings.requestTimeout;
     this.transport = options.transport || 'socket';
-    const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
-    if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
-    const threshold = validateSize(options.outOfLineThreshold, 'outOfLineThreshold', DEFAULT_OUT_OF_LINE_THRESHOLD);
+    const threshold = settings.outOfLineThreshold;
     // Only a procwire peer on a unix socket can take descriptors and knows
     // the segment references; everyone else gets every byte inline.
-    this.outOfLine = options.segments && this.serialization === 'advanced' ? outOfLine : 'never';
-    const rings = options.rings === undefined ? 'auto' : options.rings;
-    if (rings !== 'auto' && rings !== 'never') throw invalidArg('rings must be "auto" or "never"');
+    this.outOfLine = options.segments && this.serialization === 'advanced' ? settings.outOfLine : 'never';
+    const rings = settings.rings;
     const nativeThreshold = this.outOfLine === 'never' ? -1 : this.outOfLine === 'always' ? 0 : threshold;
     this.peer = options.peer || null;
     this._pushed = 0;
@@ -144,9 +140,7 @@ class Channel extends EventEmitter {
     this._backlogSizes = [];
     this._backlogBytes = 0;
     this._readPausedByBacklog = false;
-    this.maxConcurrentRequests = validateSize(options.maxConcurrentRequests, 'maxConcurrentRequests',
-      DEFAULT_MAX_CONCURRENT_REQUESTS, 2 ** 31 - 1);
-    if (this.maxConcurrentRequests < 1) throw invalidArg('maxConcurrentRequests must be at least 1');
+    this.maxConcurrentRequests = settings.maxConcurrentRequests;
     this._answering = 0;
     this._waitingRequests = [];
     this._readPausedByRequests = false;
@@ -191,17 +185,13 @@ class Channel extends EventEmitter {
     this._segmentCounters = this.outOfLine === 'never' ? null : new Float64Array(2);
     this._segmentBytesAcked = 0;
     this._segmentsAcked = 0;
-    this.maxSegmentsInFlight = validateSize(options.maxSegmentsInFlight, 'maxSegmentsInFlight', DEFAULT_MAX_SEGMENTS_IN_FLIGHT);
+    this.maxSegmentsInFlight = settings.maxSegmentsInFlight;
     // Recycled, writable segments: by default only between a parent and its
     // own forked child, which already trust each other (docs/rings.md).
-    if (options.segmentPool !== undefined && typeof options.segmentPool !== 'boolean') {
-      throw invalidArg('segmentPool must be a boolean');
-    }
-    this.segmentPool = options.segmentPool === undefined ? this.transport === 'fork' : options.segmentPool;
-    this.segmentPoolMaxBytes = validateSize(options.segmentPoolMaxBytes, 'segmentPoolMaxBytes', DEFAULT_SEGMENT_POOL_BYTES);
-    this.segmentPoolMaxCount = validateSize(options.segmentPoolMaxCount, 'segmentPoolMaxCount', DEFAULT_SEGMENT_POOL_COUNT, 65536);
-    this.segmentPoolIdleTimeout = validateSize(options.segmentPoolIdleTimeout, 'segmentPoolIdleTimeout',
-      DEFAULT_SEGMENT_POOL_IDLE, MAX_TIMEOUT);
+    this.segmentPool = settings.segmentPool === undefined ? this.transport === 'fork' : settings.segmentPool;
+    this.segmentPoolMaxBytes = settings.segmentPoolMaxBytes;
+    this.segmentPoolMaxCount = settings.segmentPoolMaxCount;
+    this.segmentPoolIdleTimeout = settings.segmentPoolIdleTimeout;
     this._poolSending = false;
     this._poolTimer = null;
     this._handle = typeof options.createHandle === 'function'
@@ -1106,6 +1096,43 @@ class Channel extends EventEmitter {
 }
 
 // A backlogged message that came with a handle.
+// Every option a Channel takes, checked (coded errors) and with defaults
+// filled in; segmentPool stays undefined when unset (its default depends on
+// the transport). fork() calls this before it spawns, so that a bad option
+// throws with no child behind it.
+function channelSettings(options) {
+  options = validateObject(options, 'options');
+  const outOfLine = options.outOfLine === undefined ? 'auto' : options.outOfLine;
+  if (!OUT_OF_LINE_MODES.includes(outOfLine)) throw invalidArg('outOfLine must be "auto", "always" or "never"');
+  const rings = options.rings === undefined ? 'auto' : options.rings;
+  if (rings !== 'auto' && rings !== 'never') throw invalidArg('rings must be "auto" or "never"');
+  if (options.segmentPool !== undefined && typeof options.segmentPool !== 'boolean') {
+    throw invalidArg('segmentPool must be a boolean');
+  }
+  const maxConcurrentRequests = validateSize(options.maxConcurrentRequests, 'maxConcurrentRequests',
+    DEFAULT_MAX_CONCURRENT_REQUESTS, 2 ** 31 - 1);
+  if (maxConcurrentRequests < 1) throw invalidArg('maxConcurrentRequests must be at least 1');
+  return {
+    serialization: validateSerialization(options.serialization),
+    maxMessageSize: validateMaxMessageSize(options.maxMessageSize),
+    highWaterMark: validateSize(options.highWaterMark, 'highWaterMark', DEFAULT_HIGH_WATER_MARK),
+    // A hard cap behind the soft one: a sender that ignores send() === false
+    // while its peer has stopped reading would otherwise grow without bound.
+    maxQueuedBytes: validateSize(options.maxQueuedBytes, 'maxQueuedBytes', DEFAULT_MAX_QUEUED_BYTES),
+    requestTimeout: validateSize(options.requestTimeout, 'requestTimeout', DEFAULT_REQUEST_TIMEOUT, MAX_TIMEOUT),
+    outOfLine,
+    outOfLineThreshold: validateSize(options.outOfLineThreshold, 'outOfLineThreshold', DEFAULT_OUT_OF_LINE_THRESHOLD),
+    rings,
+    maxConcurrentRequests,
+    maxSegmentsInFlight: validateSize(options.maxSegmentsInFlight, 'maxSegmentsInFlight', DEFAULT_MAX_SEGMENTS_IN_FLIGHT),
+    segmentPool: options.segmentPool,
+    segmentPoolMaxBytes: validateSize(options.segmentPoolMaxBytes, 'segmentPoolMaxBytes', DEFAULT_SEGMENT_POOL_BYTES),
+    segmentPoolMaxCount: validateSize(options.segmentPoolMaxCount, 'segmentPoolMaxCount', DEFAULT_SEGMENT_POOL_COUNT, 65536),
+    segmentPoolIdleTimeout: validateSize(options.segmentPoolIdleTimeout, 'segmentPoolIdleTimeout',
+      DEFAULT_SEGMENT_POOL_IDLE, MAX_TIMEOUT),
+  };
+}
+
 // A small frame decoded in JavaScript that failed: its error, in the
 // frame's place in the batch (a private class, so no decoded value is one).
 class DecodeFailure {
@@ -1194,4 +1221,4 @@ function serializeError(err) {
   return { name: 'Error', message: String(err) };
 }
 
-module.exports = { Channel, DEFAULT_HIGH_WATER_MARK, DEFAULT_REQUEST_TIMEOUT, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };
+module.exports = { Channel, channelSettings, DEFAULT_HIGH_WATER_MARK, DEFAULT_REQUEST_TIMEOUT, DEFAULT_OUT_OF_LINE_THRESHOLD, isInternal };

@@ -16,7 +16,7 @@
 const childProcess = require('child_process');
 const url = require('url');
 const { binding } = require('./native');
-const { Channel } = require('./channel');
+const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
 const { invalidArg, validateMaxMessageSize } = require('./validate');
 const { setupChildProcess } = require('./child-process-ipc');
@@ -103,10 +103,23 @@ function fork(modulePath, args, options) {
       "must be one of: undefined, 'json', 'advanced'");
   }
   const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
-  // Checked before the child exists, so a bad value leaves no child behind.
-  if (options.rings !== undefined && options.rings !== 'auto' && options.rings !== 'never') {
-    throw invalidArg('rings must be "auto" or "never"');
-  }
+  // The channel's options, checked before the child exists, so a bad value
+  // throws with no child behind it.
+  const channelOptions = {
+    serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes,
+    transport: 'fork',
+    outOfLine: options.outOfLine,
+    rings: options.rings,
+    outOfLineThreshold: options.outOfLineThreshold,
+    requestTimeout: options.requestTimeout,
+    maxSegmentsInFlight: options.maxSegmentsInFlight,
+    segmentPool: options.segmentPool,
+    segmentPoolMaxBytes: options.segmentPoolMaxBytes,
+    segmentPoolMaxCount: options.segmentPoolMaxCount,
+    segmentPoolIdleTimeout: options.segmentPoolIdleTimeout,
+    maxConcurrentRequests: options.maxConcurrentRequests,
+  };
+  channelSettings(channelOptions);
 
   let execArgv = options.execArgv || process.execArgv;
   if (execArgv === process.execArgv && process._eval != null) {
@@ -189,21 +202,11 @@ function fork(modulePath, args, options) {
 
   const pipe = native ? null : child.stdio[slot];
   const channel = new Channel(native ? parentFd : null, {
+    ...channelOptions,
     ...(native ? {} : { createHandle: (callbacks, o) => require('./transport/fallback').streamHandle(pipe, callbacks, o) }),
-    serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes, transport: 'fork',
     peer: { pid: child.pid, mode },
     // A plain Node child reads Node's format only: no segments.
     segments: mode !== 'node',
-    outOfLine: options.outOfLine,
-    rings: options.rings,
-    outOfLineThreshold: options.outOfLineThreshold,
-    requestTimeout: options.requestTimeout,
-    maxSegmentsInFlight: options.maxSegmentsInFlight,
-    segmentPool: options.segmentPool,
-    segmentPoolMaxBytes: options.segmentPoolMaxBytes,
-    segmentPoolMaxCount: options.segmentPoolMaxCount,
-    segmentPoolIdleTimeout: options.segmentPoolIdleTimeout,
-    maxConcurrentRequests: options.maxConcurrentRequests,
   });
   setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
   return child;
