@@ -11,6 +11,8 @@
 //   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or
 //                                 ./fallback.js when the addon is not loaded)
 
+const { channelSettings } = require('../channel');
+
 const SCHEMES = [
   { name: 'nats', matches: (target) => typeof target === 'string' && /^nats:\/\//i.test(target), load: () => require('./nats') },
   { name: 'tls', matches: (target, options) => isTcp(target) && Boolean(options && options.tls), load: () => require('./tls') },
@@ -33,11 +35,21 @@ function backendFor(target, options) {
   throw new Error('unreachable: the socket scheme matches every address');
 }
 
+// The options a channel will be made with are checked before any socket
+// exists: a bad one must fail listen() (not each connection later, where
+// the error would have nobody to catch it) and connect() (before it has a
+// socket to leak).
+function checkChannelOptions(options) {
+  if (typeof options === 'object' && options !== null) channelSettings(options);
+}
+
 function listen(target, options, onChannel) {
+  checkChannelOptions(options);
   return backendFor(target, options).listen(target, options, onChannel);
 }
 
 async function connect(target, options) {
+  checkChannelOptions(options);
   return backendFor(target, options).connect(target, options);
 }
 
