@@ -1095,7 +1095,6 @@ class Channel extends EventEmitter {
   }
 }
 
-// A backlogged message that came with a handle.
 // Every option a Channel takes, checked (coded errors) and with defaults
 // filled in; segmentPool stays undefined when unset (its default depends on
 // the transport). fork() calls this before it spawns, so that a bad option
@@ -1158,6 +1157,7 @@ function decodeSmallFrames(messages, bytes, frames, count) {
   }
 }
 
+// A backlogged message that came with a handle.
 class WithHandle {
   constructor(message, handle) {
     this.message = message;

@@ -18,7 +18,7 @@ const url = require('url');
 const { binding } = require('./native');
 const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
-const { invalidArg, validateMaxMessageSize } = require('./validate');
+const { invalidArg } = require('./validate');
 const { setupChildProcess } = require('./child-process-ipc');
 
 const CHILD_MODES = ['node', 'procwire', 'native'];
@@ -102,11 +102,10 @@ function fork(modulePath, args, options) {
     throw nodeError('ERR_INVALID_ARG_VALUE', 'options.serialization', options.serialization,
       "must be one of: undefined, 'json', 'advanced'");
   }
-  const maxMessageSize = validateMaxMessageSize(options.maxMessageSize);
   // The channel's options, checked before the child exists, so a bad value
   // throws with no child behind it.
   const channelOptions = {
-    serialization, maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes,
+    serialization, maxMessageSize: options.maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes,
     transport: 'fork',
     outOfLine: options.outOfLine,
     rings: options.rings,

@@ -1,7 +1,6 @@
 #include "native_channel.h"
 
 #include <node.h>
-#include <node_buffer.h>
 #include <uv.h>
 
 #include <fcntl.h>
@@ -68,7 +67,7 @@ constexpr int kMaxRingRecordsPerWake = 4096;
 // spinning) before the rest of the loop gets its turn.
 constexpr uint64_t kMaxRingPollNs = 1000000;
 
-// advanced frames up to this size are handed to JavaScript as bytes, to be
+// Advanced frames up to this size are handed to JavaScript as bytes, to be
 // decoded there by the fast path (lib/codec/advanced-fast.js), when the
 // channel asked for it (decodeInJs): for small messages, setting up V8's
 // ValueDeserializer costs more than the whole JavaScript decode.
