@@ -43,7 +43,7 @@ const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-soc
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 
-async function measure(t, len, warmMs, windowMs) {
+async function measure(t, len, warmMs, windowMs, inFlight = IN_FLIGHT) {
   const msg = { payload: '.'.repeat(len) };
   return new Promise((resolve, reject) => {
     let inflight = 0;
@@ -66,7 +66,7 @@ async function measure(t, len, warmMs, windowMs) {
         resolve(rate);
       }
     };
-    for (let i = 0; i < IN_FLIGHT; i++) {
+    for (let i = 0; i < inFlight; i++) {
       inflight++;
       t.send(msg);
     }
@@ -108,7 +108,7 @@ async function runDriver(config, tick) {
   const data = {};
   try {
     for (const len of config.sizes) {
-      data[len] = { rps: await measure(t, len, config.warmMs, config.windowMs) };
+      data[len] = { rps: await measure(t, len, config.warmMs, config.windowMs, config.inFlight) };
       tick();
     }
     return { data, histogram: t.histogram() };

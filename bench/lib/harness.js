@@ -306,6 +306,7 @@ async function runPlan(plan, progress) {
     data,
     histograms,
     ratioTo: plan.ratioTo,
+    pairs: plan.pairs,
     notes: plan.notes || [],
     repeats: plan.repeats,
     seconds: (Date.now() - started) / 1000,

@@ -13,6 +13,7 @@
 
 #include "../core/shm.h"
 #include "../core/socket_io.h"
+#include "compat.h"
 #include "segments.h"
 
 namespace procwire {
@@ -546,19 +547,17 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, Enc
       return false;
     }
   }
-  String::Utf8Value utf8(isolate, text);
-  if (*utf8 == nullptr) {
-    ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "value could not be serialized as JSON");
-    return false;
-  }
-  const size_t length = static_cast<size_t>(utf8.length());
+  // The UTF-8 goes straight into the frame's block: no intermediate copy
+  // (String::Utf8Value would make one, as large as the message).
+  const size_t length = Utf8Size(isolate, text);
   uint8_t* block = static_cast<uint8_t*>(std::malloc(length + 1));
   if (block == nullptr) {
     isolate->LowMemoryNotification();
     ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "out of memory encoding JSON");
     return false;
   }
-  std::memcpy(block, *utf8, length);
+  const size_t written = WriteUtf8(isolate, text, reinterpret_cast<char*>(block), length);
+  CHECK_EQ(written, length);
   block[length] = '\n';
   out->data = block;
   out->size = length + 1;

@@ -26,6 +26,27 @@ inline void* GetWrapped(v8::Local<v8::Object> object) {
 #endif
 }
 
+// The UTF-8 size of a string, and its UTF-8 bytes written into `buffer`
+// (which holds at least that many; no terminator), with lone surrogates as
+// U+FFFD, as String::Utf8Value gives them. V8 13 replaced the int-sized calls.
+inline size_t Utf8Size(v8::Isolate* isolate, v8::Local<v8::String> string) {
+#if V8_MAJOR_VERSION >= 13
+  return string->Utf8LengthV2(isolate);
+#else
+  return static_cast<size_t>(string->Utf8Length(isolate));
+#endif
+}
+
+inline size_t WriteUtf8(v8::Isolate* isolate, v8::Local<v8::String> string, char* buffer, size_t capacity) {
+#if V8_MAJOR_VERSION >= 13
+  return string->WriteUtf8V2(isolate, buffer, capacity, v8::String::WriteFlags::kReplaceInvalidUtf8);
+#else
+  return static_cast<size_t>(
+      string->WriteUtf8(isolate, buffer, static_cast<int>(capacity), nullptr,
+                        v8::String::NO_NULL_TERMINATION | v8::String::REPLACE_INVALID_UTF8));
+#endif
+}
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_COMPAT_H_

@@ -56,6 +56,9 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
+// A frame at least this large, with nothing queued before it, is written to
+// the socket within send() (see ShouldWriteNow).
+constexpr size_t kWriteNowThreshold = 64 * 1024;
 // The control frames' first bytes (docs/protocol.md): [0xFE][n] announces a
 // message's segments, [0xFD][1] sets up the sender's ring.
 using protocol::kRingControlByte;
@@ -74,6 +77,8 @@ constexpr uint64_t kMaxRingPollNs = 1000000;
 constexpr size_t kJsDecodeMaxBytes = 2048;
 
 void FreeBlock(uint8_t* data, void* /*hint*/) { std::free(data); }
+// For a chunk that starts inside its block: the hint is the block.
+void FreeHintBlock(uint8_t* /*data*/, void* hint) { std::free(hint); }
 
 struct Counters {
   double messages_in = 0, messages_out = 0, bytes_in = 0, decode_errors = 0, read_calls = 0;
@@ -270,19 +275,24 @@ class NativeChannel final : public HandleWrap {
   // caller's memory is reused for the next message). A copy that cannot be
   // allocated throws ERR_PROCWIRE_OUT_OF_MEMORY and queues nothing: sending
   // one huge message must not abort the process.
+  // malloc(size), or null after throwing ERR_PROCWIRE_OUT_OF_MEMORY.
+  static uint8_t* AllocateFrame(const FunctionCallbackInfo<Value>& args, size_t size) {
+    uint8_t* data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
+    if (data != nullptr) return data;
+    Isolate* isolate = args.GetIsolate();
+    isolate->LowMemoryNotification();
+    char message[120];
+    std::snprintf(message, sizeof(message), "out of memory queueing a frame of %zu bytes; nothing was sent",
+                  size);
+    ThrowCodedError(AddonData::From(args), isolate->GetCurrentContext(), "ERR_PROCWIRE_OUT_OF_MEMORY",
+                    message);
+    return nullptr;
+  }
+
   static bool CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view, size_t size,
                         EncodedFrame* frame) {
-    uint8_t* data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
-    if (data == nullptr) {
-      Isolate* isolate = args.GetIsolate();
-      isolate->LowMemoryNotification();
-      char message[120];
-      std::snprintf(message, sizeof(message), "out of memory queueing a frame of %zu bytes; nothing was sent",
-                    size);
-      ThrowCodedError(AddonData::From(args), isolate->GetCurrentContext(), "ERR_PROCWIRE_OUT_OF_MEMORY",
-                      message);
-      return false;
-    }
+    uint8_t* data = AllocateFrame(args, size);
+    if (data == nullptr) return false;
     view->CopyContents(data, size);
     frame->data = data;
     frame->size = size;
@@ -297,10 +307,15 @@ class NativeChannel final : public HandleWrap {
     Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
     const size_t size = args[1].As<v8::Uint32>()->Value();
     CHECK(size <= view->ByteLength());
-    EncodedFrame frame;
-    if (!CopyFrame(args, view, size, &frame)) return;
-    if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), frame, 0)) return;
-    self->Enqueue(frame);
+    EncodedFrame sized{nullptr, size};
+    if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), sized, 0)) return;
+    if (self->ShouldWriteNow(size)) {
+      if (!self->WriteFrameNow(args, view, size)) return;
+    } else {
+      EncodedFrame frame;
+      if (!CopyFrame(args, view, size, &frame)) return;
+      self->Enqueue(frame);
+    }
     args.GetReturnValue().Set(self->TotalPushed());
   }
 
@@ -684,7 +699,59 @@ class NativeChannel final : public HandleWrap {
       }
       if (rings_->outbound_failed()) OutboundRingFailed();
     }
+    // Written at once when ShouldWriteNow says so; whatever the socket did
+    // not take is queued.
+    if (ShouldWriteNow(frame.size)) {
+      const size_t written = queue_.TryWrite(fd_, frame.data, frame.size);
+      if (written == frame.size) {
+        std::free(frame.data);
+        return;
+      }
+      if (written > 0) {
+        queue_.Push(OutChunk{frame.data + written, frame.size - written, FreeHintBlock, frame.data, {}});
+        return;
+      }
+    }
     queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, {}});
+  }
+
+  // Whether a frame of `size` bytes is written within send() rather than at
+  // the flush that ends the tick. As libuv does, a write goes out at once
+  // when nothing is queued before it (and the ring would not take it), but
+  // only for the first message since the last flush, and for large frames:
+  // the small messages that follow in the same tick are gathered into one
+  // writev by the flush. So a peer starts on the first answer of a batch
+  // while this side still works on the rest, and a burst of small messages
+  // still costs one system call.
+  bool ShouldWriteNow(size_t size) {
+    if (connecting_ || closing_ || !queue_.empty()) return false;
+    if (ring_out_ready_ && size <= rings_->max_frame_bytes()) return false;
+    if (size < kWriteNowThreshold && wrote_since_flush_) return false;
+    wrote_since_flush_ = true;
+    return true;
+  }
+
+  // A frame goes to the socket at once, as libuv's uv_try_write does: the
+  // bytes the socket takes need no copy, and the peer starts reading them
+  // before this tick ends. The rest is copied and queued. Its memory
+  // is allocated before anything is written, so running out of memory still
+  // sends nothing; a failed write is left for the next flush to report,
+  // outside send(). Returns false after throwing.
+  bool WriteFrameNow(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view, size_t size) {
+    uint8_t* block = AllocateFrame(args, size);
+    if (block == nullptr) return false;
+    const uint8_t* bytes = static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset();
+    counters_.messages_out++;
+    counters_.histogram_out[SizeBucket(size)]++;
+    const size_t written = queue_.TryWrite(fd_, bytes, size);
+    if (written == size) {
+      std::free(block);
+      return true;
+    }
+    // Only the pages of the part still to send are touched.
+    std::memcpy(block + written, bytes + written, size - written);
+    queue_.Push(OutChunk{block + written, size - written, FreeHintBlock, block, {}});
+    return true;
   }
 
   // The peer moved the read index of our ring to an impossible place. The
@@ -703,6 +770,7 @@ class NativeChannel final : public HandleWrap {
 
   // Returns 0 or an errno.
   int DoFlush() {
+    wrote_since_flush_ = false;
     if (connecting_ || closing_) return 0;
     // One wake-up per batch of ring records, and only for a sleeping reader.
     if (ring_out_ready_) rings_->WakeReaderIfNeeded();
@@ -1539,6 +1607,9 @@ class NativeChannel final : public HandleWrap {
   bool connecting_;
   bool reading_ = true;
   bool want_write_ = false;
+  // A message was written within send() since the last flush (see
+  // ShouldWriteNow).
+  bool wrote_since_flush_ = false;
   bool ended_ = false;
   Counters counters_;
   // Out-of-line receiving (procwire peers on unix sockets), and sending,

@@ -6,9 +6,17 @@ namespace procwire {
 
 namespace {
 
-// A reassembly buffer this large is given back after use rather than kept for
-// the next frame, so one huge message does not pin its memory forever.
-constexpr size_t kMaxRetainedCapacity = 1 << 20;
+// A reassembly buffer up to this size is kept for the next frame that spans
+// reads: a stream of large messages then reuses warm memory instead of
+// faulting in (and growing, by copies) a fresh block for every one of them.
+// A larger one is given back after use, so one huge message does not pin its
+// memory.
+constexpr size_t kMaxRetainedCapacity = 4u << 20;
+// A kept buffer above this size is also given back once this many frames in
+// a row were parsed in place (small frames, each within one read): the large
+// messages it served have stopped.
+constexpr size_t kCheapRetainedCapacity = 256 * 1024;
+constexpr uint32_t kSmallFramesBeforeRelease = 64;
 // A direct read into the reassembly buffer is offered at least this much
 // room (when the frame needs it): the buffer grows by doubling from here, so
 // memory stays proportional to the bytes that actually arrived.
@@ -150,10 +158,19 @@ FramingError FrameReader::SetMaxPayloadSize(size_t max) {
 
 void FrameReader::ReleasePending() {
   pending_need_ = 0;
+  small_frames_since_reassembly_ = 0;
   if (pending_.capacity() > kMaxRetainedCapacity) {
     pending_.Reset();
   } else {
     pending_.Clear();
+  }
+}
+
+void FrameReader::CountFrameInPlace() {
+  if (pending_.capacity() <= kCheapRetainedCapacity) return;
+  if (++small_frames_since_reassembly_ >= kSmallFramesBeforeRelease) {
+    pending_.Reset();
+    small_frames_since_reassembly_ = 0;
   }
 }
 

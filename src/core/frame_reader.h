@@ -145,6 +145,9 @@ class FrameReader {
   // and sets *complete when the pending frame is now whole.
   size_t FillPending(const uint8_t* data, size_t size, bool* complete);
   void ReleasePending();
+  // Called for every frame parsed in place; gives back a large kept
+  // reassembly buffer once small frames have followed it for a while.
+  void CountFrameInPlace();
   bool Fail(FramingError e, uint64_t declared) {
     error_ = e;
     error_declared_size_ = declared;
@@ -161,6 +164,8 @@ class FrameReader {
   // Total bytes the pending frame needs (advanced, once the header is known);
   // 0 while unknown.
   size_t pending_need_ = 0;
+  // Frames parsed in place since the last frame reassembled in pending_.
+  uint32_t small_frames_since_reassembly_ = 0;
   FramingError error_ = FramingError::kNone;
   uint64_t error_declared_size_ = 0;
 };
@@ -185,6 +190,7 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size, Visitor&& visit
     if (r.status == ParseResult::Status::kOk) {
       visitor(Frame{data + pos + r.payload_offset, r.payload_size, true, pos + r.payload_offset});
       pos += r.consumed;
+      CountFrameInPlace();
       continue;
     }
     if (r.status == ParseResult::Status::kError) {

@@ -85,6 +85,19 @@ WriteQueue::FlushStatus WriteQueue::Flush(int fd, int* error) {
   return FlushStatus::kDrained;
 }
 
+size_t WriteQueue::TryWrite(int fd, const uint8_t* data, size_t size) {
+  if (!chunks_.empty() || size == 0) return 0;
+  iovec iov;
+  iov.iov_base = const_cast<uint8_t*>(data);
+  iov.iov_len = size;
+  const ssize_t n = SendVectors(fd, &iov, 1, nullptr, 0);
+  write_calls_++;
+  if (n <= 0) return 0;
+  total_pushed_ += static_cast<size_t>(n);
+  total_written_ += static_cast<size_t>(n);
+  return static_cast<size_t>(n);
+}
+
 void WriteQueue::Clear() {
   while (!chunks_.empty()) PopFront();
   queued_bytes_ = 0;

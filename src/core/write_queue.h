@@ -46,6 +46,13 @@ class WriteQueue {
   // be non-blocking).
   FlushStatus Flush(int fd, int* error);
 
+  // Only while the queue is empty: one write of `data` straight to the
+  // socket, as libuv's uv_try_write, counted as pushed and written. Returns
+  // the bytes the socket took (0 when it was full or the write failed: the
+  // caller then pushes everything, and the next Flush meets the same error
+  // and reports it). The caller keeps `data`; the queue never holds it.
+  size_t TryWrite(int fd, const uint8_t* data, size_t size);
+
   // Drops every queued chunk, releasing its memory and descriptors.
   void Clear();
 

@@ -701,6 +701,42 @@ TEST(FrameReader, WritableTailReadsLargeFrameDirectly) {
   EXPECT_TRUE(col.frames[1].in_place);
 }
 
+TEST(FrameReader, KeepsAWarmReassemblyBufferWhileLargeFramesKeepComing) {
+  // Reads of 64 KiB, as a socket delivers them.
+  auto push_in_reads = [](FrameReader& reader, Collector& col, const std::string& s) {
+    for (size_t at = 0; at < s.size(); at += 65536) {
+      const size_t n = std::min<size_t>(65536, s.size() - at);
+      ASSERT_EQ(PushChunk(reader, col, U8(s) + at, n), FramingError::kNone);
+    }
+  };
+  const std::string big = Adv(Pattern(1536 * 1024, 5));
+  FrameReader reader(WireFormat::kAdvanced, 64u << 20);
+  Collector col;
+  push_in_reads(reader, col, big);
+  ASSERT_EQ(col.frames.size(), 1u);
+  EXPECT_FALSE(col.frames[0].in_place);
+  // The block that held the frame stays for the next one...
+  const size_t kept = reader.reserved();
+  EXPECT_GE(kept, big.size());
+  push_in_reads(reader, col, big);
+  ASSERT_EQ(col.frames.size(), 2u);
+  EXPECT_TRUE(col.frames[1].payload == col.frames[0].payload);
+  EXPECT_EQ(reader.reserved(), kept);
+  // ...until small frames have followed it for a while.
+  for (int i = 0; i < 63; i++) push_in_reads(reader, col, Adv("small"));
+  EXPECT_EQ(reader.reserved(), kept);
+  push_in_reads(reader, col, Adv("small"));
+  EXPECT_EQ(reader.reserved(), 0u);
+  ASSERT_EQ(col.frames.size(), 66u);
+
+  // A frame above the kept size is given back as soon as it was delivered.
+  const std::string huge = Adv(Pattern(5u << 20, 7));
+  push_in_reads(reader, col, huge);
+  ASSERT_EQ(col.frames.size(), 67u);
+  EXPECT_TRUE(col.frames[66].payload == huge.substr(4));
+  EXPECT_EQ(reader.reserved(), 0u);
+}
+
 TEST(FrameReader, DeclaredLengthIsNeverReservedAhead) {
   // A header declaring almost 256 MiB, then a few bytes: the reader holds
   // about what arrived (the old reader reserved the whole frame, which
@@ -827,7 +863,8 @@ Growth ReassembleFrame(FrameReader& reader, size_t size) {
 }
 
 TEST(FrameReader, LargeReassemblyBufferIsReleased) {
-  const size_t kBig = 3 << 20;
+  // Above the 4 MiB a reader keeps for the next large frame.
+  const size_t kBig = 6 << 20;
   FrameReader reader(WireFormat::kAdvanced, 16 << 20);
   const size_t base = AllocatedBytes();
   Growth g = ReassembleFrame(reader, kBig);

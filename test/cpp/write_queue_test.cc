@@ -135,6 +135,56 @@ TEST(WriteQueue, PreservesOrderAndCoalesces) {
   EXPECT_EQ(got, expected);
 }
 
+TEST(WriteQueue, TryWriteGoesStraightToAnIdleSocket) {
+  SocketPair sp;
+  // Outlives the queue, whose chunks report to it when released.
+  ReleaseLog log;
+  WriteQueue q;
+  const std::string first = "first frame";
+  EXPECT_EQ(q.TryWrite(sp.writer(), reinterpret_cast<const uint8_t*>(first.data()), first.size()),
+            first.size());
+  EXPECT_EQ(q.total_pushed(), first.size());
+  EXPECT_EQ(q.total_written(), first.size());
+  EXPECT_EQ(q.write_calls(), 1u);
+  EXPECT_TRUE(q.empty());
+
+  // With anything queued, a direct write would overtake it: refused.
+  q.Push(MakeChunk("queued", &log));
+  const std::string second = "second";
+  EXPECT_EQ(q.TryWrite(sp.writer(), reinterpret_cast<const uint8_t*>(second.data()), second.size()), 0u);
+  EXPECT_EQ(q.write_calls(), 1u);
+  int err = 0;
+  ASSERT_EQ(q.Flush(sp.writer(), &err), WriteQueue::FlushStatus::kDrained);
+  std::string got;
+  sp.Drain(&got);
+  EXPECT_EQ(got, first + "queued");
+
+  // Against a socket that fills up: only what it took is counted, and the
+  // caller queues the rest, which follows in order.
+  const std::string big(8u << 20, 'b');
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(big.data());
+  const size_t taken = q.TryWrite(sp.writer(), bytes, big.size());
+  EXPECT_GT(taken, 0u);
+  EXPECT_LT(taken, big.size());
+  EXPECT_EQ(q.total_written(), first.size() + 6 + taken);
+  q.Push(MakeChunk(big.substr(taken), &log));
+  std::string rest;
+  for (int i = 0; i < 10000 && rest.size() < big.size(); i++) {
+    q.Flush(sp.writer(), &err);
+    sp.Drain(&rest);
+  }
+  EXPECT_TRUE(rest == big);
+  EXPECT_TRUE(q.empty());
+
+  // A socket whose peer is gone: nothing is taken, and the error is left
+  // for the flush of the queued bytes to report.
+  sp.CloseReader();
+  EXPECT_EQ(q.TryWrite(sp.writer(), bytes, 100), 0u);
+  q.Push(MakeChunk(big.substr(0, 100), &log));
+  EXPECT_EQ(q.Flush(sp.writer(), &err), WriteQueue::FlushStatus::kError);
+  EXPECT_EQ(err, EPIPE);
+}
+
 TEST(WriteQueue, MoreChunksThanIovecsTakeFewCalls) {
   SocketPair sp;
   WriteQueue q;
