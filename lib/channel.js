@@ -59,6 +59,14 @@ const DEFAULT_SEGMENT_POOL_IDLE = 5000;
 // bound are decoded by the addon instead.
 const SMALL_FRAME_BYTES = 64 * 1024;
 const SMALL_FRAME_COUNT = 1024;
+// The messages of a tick after its first are encoded back to back into a
+// staging buffer of this size and handed to the addon in one call per
+// batch (see _write). A batch goes at the latest after STAGE_MAX_FRAMES
+// messages, so a peer reading the ring starts on it while this side
+// encodes the rest, or when less than STAGE_MIN_ROOM bytes are left.
+const STAGE_BYTES = 64 * 1024;
+const STAGE_MAX_FRAMES = 16;
+const STAGE_MIN_ROOM = 4096;
 // The receiver maps at most this many times its own segmentPoolMaxBytes of
 // a peer's recycled segments (set both ends' bounds alike).
 const MAX_MAPPED_FACTOR = 4;
@@ -210,6 +218,18 @@ class Channel extends EventEmitter {
     // shared memory. -1: never.
     this._fastMaxView = this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
       typeof this._handle.writeFrame === 'function' ? (nativeThreshold < 0 ? Infinity : nativeThreshold) : -1;
+    // Frames so encoded wait in the staging buffer (see _write) until
+    // _unstage hands them over; _pushed counts them already. The largest
+    // payload the handle takes is mirrored here, so a staged frame is held
+    // to it as the addon holds every other.
+    this._stage = null;
+    this._stagedBytes = 0;
+    this._stagedFrames = 0;
+    this._writeLimit = this.maxMessageSize;
+    if (this._fastMaxView >= 0 && typeof this._handle.writeStaged === 'function') {
+      this._stage = Buffer.allocUnsafeSlow(STAGE_BYTES);
+      this._handle.stageFrames(this._stage);
+    }
     // Small advanced frames are decoded here by the same fast path, in one
     // batch per read, rather than by a ValueDeserializer set up per message
     // in the addon (see decodeSmallFrames). The addon copies them into
@@ -368,7 +388,12 @@ class Channel extends EventEmitter {
       }
     }
     // Throws (coded) if the value cannot be encoded; nothing is queued then.
-    this._pushed = transfer === undefined ? this._write(message) : this._handle.write(message, transfer);
+    if (transfer === undefined) {
+      this._pushed = this._write(message);
+    } else {
+      this._unstage();
+      this._pushed = this._handle.write(message, transfer);
+    }
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     const queued = this.writableLength;
@@ -394,6 +419,7 @@ class Channel extends EventEmitter {
       return false;
     }
     const bytes = codec[this.serialization].encode(message);
+    this._unstage();
     this._pushed = this._handle.writeBuffer(bytes, [fd]);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
@@ -457,6 +483,7 @@ class Channel extends EventEmitter {
     if (fds !== undefined && (!Array.isArray(fds) || !fds.every((fd) => Number.isInteger(fd) && fd >= 0 && fd <= 0x7fffffff))) {
       throw invalidArg('fds must be an array of descriptors');
     }
+    this._unstage();
     this._pushed = fds === undefined ? this._handle.writeBuffer(bytes) : this._handle.writeBuffer(bytes, fds);
     this._scheduleFlush();
   }
@@ -573,6 +600,7 @@ class Channel extends EventEmitter {
   // channel is closed with a framing error.
   _setReadLimit(bytes) {
     if (this._state === 'closed' || typeof this._handle.setMaxMessageSize !== 'function') return true;
+    this._writeLimit = bytes;
     if (this._handle.setMaxMessageSize(bytes)) return true;
     const err = makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
       `a partially received frame exceeds the ${bytes}-byte limit now in force`);
@@ -582,6 +610,7 @@ class Channel extends EventEmitter {
 
   stats() {
     if (this._state === 'closed') return this._finalStats || null;
+    this._unstage();
     return publicStats(this._handle.stats(), {
       pendingRequests: this._requests.size,
       // On when both ends can: this end allows it and the peer said so.
@@ -624,6 +653,8 @@ class Channel extends EventEmitter {
   _flush() {
     this._flushScheduled = false;
     flushPending.delete(this);
+    if (this._state === 'closed') return;
+    this._unstage();
     if (this._state === 'closed') return;
     const written = this._handle.flush();
     if (typeof written === 'string') {
@@ -842,6 +873,7 @@ class Channel extends EventEmitter {
     }
     if (this._helloRole === 'client') this._handle.allowRings();
     // Queues the ring set-up frame; the byte count includes it.
+    this._unstage();
     this._pushed = this._handle.enableRings();
     this._scheduleFlush();
   }
@@ -903,12 +935,52 @@ class Channel extends EventEmitter {
 
   // One message to the handle's queue -> total bytes ever queued. Throws
   // (coded) if the value cannot be encoded; nothing is queued then.
+  //
+  // The first message since the last flush goes to the handle at once, so
+  // it leaves within send() (see docs/channel.md); the ones after it in the
+  // same tick are staged, and each batch crosses into the addon once.
   _write(message) {
-    if (this._fastMaxView >= 0) {
-      const length = fastCodec.encodeToScratch(message, this._fastMaxView);
+    if (this._fastMaxView < 0) return this._handle.write(message);
+    if (this._stage !== null && this._flushScheduled) {
+      const length = fastCodec.encodeAppend(this._stage, this._stagedBytes, message, this._fastMaxView);
+      if (length >= 0 && !fastCodec.spilled()) {
+        if (length - 4 > this._writeLimit) {
+          throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+            `message of ${length - 4} bytes exceeds maxMessageSize (${this._writeLimit} bytes); nothing was sent`);
+        }
+        this._stagedBytes += length;
+        this._stagedFrames++;
+        if (this._stagedFrames >= STAGE_MAX_FRAMES || STAGE_BYTES - this._stagedBytes < STAGE_MIN_ROOM) {
+          return this._unstage();
+        }
+        return this._pushed + length;
+      }
+      // Everything else goes after what is staged.
+      this._unstage();
       if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
+      return this._handle.write(message);
     }
+    const length = fastCodec.encodeToScratch(message, this._fastMaxView);
+    if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
     return this._handle.write(message);
+  }
+
+  // Hands the staged frames to the addon -> total bytes ever queued. Only
+  // running out of memory for their copy fails it; frames before it may
+  // already be in the ring, so the rest cannot be sent in order, and the
+  // channel closes with that error (outside send()).
+  _unstage() {
+    // A closed handle takes nothing: staged frames are dropped with it.
+    if (this._stagedFrames === 0 || this._state === 'closed') return this._pushed;
+    const bytes = this._stagedBytes;
+    this._stagedBytes = 0;
+    this._stagedFrames = 0;
+    try {
+      this._pushed = this._handle.writeStaged(bytes);
+    } catch (err) {
+      process.nextTick(() => this._finish('error', err));
+    }
+    return this._pushed;
   }
 
   _sendInternal(message) {
@@ -993,6 +1065,7 @@ class Channel extends EventEmitter {
     if (this._state !== 'open' && this._state !== 'connecting') {
       throw makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
     }
+    this._unstage();
     this._pushed = this._handle.writeRequest(id, body);
     this._scheduleFlush();
   }
@@ -1003,6 +1076,7 @@ class Channel extends EventEmitter {
   _sendResponse(id, ok, bodyOrError, rethrow) {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
+      this._unstage();
       this._pushed = this._caps.requests ? this._handle.writeResponse(id, ok, bodyOrError)
         : this._handle.write(ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
       this._scheduleFlush();

@@ -457,14 +457,40 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     }
     pendingMessages.push([event, message, handle]);
   };
-  // Like Node: a message is emitted on the next tick, and kept until a
-  // 'message' listener exists; nothing is emitted once disconnected.
+  // Like Node: a message is emitted on a later tick than the read that
+  // brought it, in order, and kept until a 'message' listener exists;
+  // nothing is emitted once disconnected. Node queues one tick per message;
+  // here one tick emits everything delivered before it runs, which keeps
+  // the same order (in both, what a handler queues with nextTick or a
+  // promise runs after the messages already read) at a fraction of the
+  // cost. `inbox` holds [event, message, handle] triples, flattened.
+  const inbox = [];
+  let inboxNext = 0;
+  const emitInbox = () => {
+    try {
+      while (inboxNext < inbox.length) {
+        const i = inboxNext;
+        inboxNext += 3;
+        emitNow(inbox[i], inbox[i + 1], inbox[i + 2]);
+      }
+    } finally {
+      // A handler that threw leaves the rest to a later tick, as Node's
+      // tick queue keeps the messages queued behind the one that threw.
+      if (inboxNext < inbox.length) {
+        process.nextTick(emitInbox);
+      } else {
+        inbox.length = 0;
+        inboxNext = 0;
+      }
+    }
+  };
   const deliver = (message, handle, internal) => {
     if (!child.channel) {
       discardHandle(handle);
       return;
     }
-    process.nextTick(emitNow, internal ? 'internalMessage' : 'message', message, handle);
+    if (inbox.length === 0) process.nextTick(emitInbox);
+    inbox.push(internal ? 'internalMessage' : 'message', message, handle);
   };
   child.on('newListener', () => {
     process.nextTick(() => {

@@ -29,6 +29,32 @@ const VARIANTS = [
   { name: 'procwire.fork/native', fork: (file, args, options) => procwire.fork(file, args, { ...options, child: 'native' }) },
 ];
 
+// Re-run by the test 'a message listener that throws...': forks the fixture
+// with one variant, throws from the listener at two messages of a burst
+// the child sends in one tick, and prints what it saw.
+if (process.argv[2] === 'throwing-listener') {
+  const variant = VARIANTS.find((v) => v.name === process.argv[3]);
+  const child = variant.fork(FIXTURE, [], {});
+  const got = [];
+  const errors = [];
+  process.on('uncaughtException', (err) => errors.push([err.message, got.length]));
+  child.on('message', (m) => {
+    got.push(m.i);
+    if (m.i === 2 || m.i === 5) throw new Error(`listener threw at ${m.i}`);
+    if (got.length === 8) {
+      console.log(JSON.stringify({ got, errors }));
+      child.kill();
+    }
+  });
+  child.send({ op: 'many', n: 8 });
+  setTimeout(() => {
+    console.log(JSON.stringify({ got, errors, timedOut: true }));
+    child.kill();
+    process.exit(1);
+  }, STEP_TIMEOUT).unref();
+  return;
+}
+
 function describeError(err) {
   return err ? { name: err.name, code: err.code, message: err.message } : null;
 }
@@ -101,6 +127,19 @@ function readAll(socket) {
     socket.on('error', reject);
   }), 'socket data');
 }
+
+// Node emits every message on a tick of its own; a listener that throws
+// leaves the messages read with it to be emitted after 'uncaughtException',
+// none lost or reordered.
+test('a message listener that throws: the error is uncaught, the messages read with it still arrive in order', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const out = childProcess.execFileSync(process.execPath, [__filename, 'throwing-listener', variant.name],
+      { encoding: 'utf8', timeout: 2 * STEP_TIMEOUT });
+    const seen = JSON.parse(out.trim().split('\n').pop());
+    assert.deepStrictEqual(seen.got, [0, 1, 2, 3, 4, 5, 6, 7], variant.name);
+    return seen;
+  });
+});
 
 test('argument errors: same codes, classes and messages as child_process.fork', () => {
   const cases = [

@@ -14,7 +14,10 @@
 //       which writes exactly what Node writes.
 //   encodeCopy(value[, maxView]) -> the same frame in a Buffer of its own,
 //       or null; encodeToScratch(value[, maxView]) -> the frame's length at
-//       the start of scratch(), or -1.
+//       the start of scratch(), or -1; encodeAppend(buffer, at, value[,
+//       maxView]) -> the frame's length, written into buffer from `at`
+//       (or, when spilled() says it outgrew buffer, at the start of
+//       scratch()), or -1.
 //   decode(view[, copyViews]) -> the value, or NOT_FAST when the payload
 //       holds anything unusual (a tag this path does not read, a malformed
 //       or hostile byte): the caller then decodes it with
@@ -540,6 +543,25 @@ function encodeToScratch(value, maxView) {
     return -1;
   }
   return pos;
+}
+
+// Appends value's frame to `buffer` at `at` -> the frame's length, or -1
+// when declined. A frame that outgrew `buffer` is left at the start of
+// scratch() instead, and spilled() then says so.
+function encodeAppend(buffer, at, value, maxView) {
+  if (!encodeInto(buffer, at, value, maxView)) {
+    shrink();
+    return -1;
+  }
+  lastSpilled = out !== buffer;
+  out = scratchBuffer;
+  return pos - start;
+}
+
+// Whether the last encodeAppend left its frame in scratch().
+let lastSpilled = false;
+function spilled() {
+  return lastSpilled;
 }
 
 // value -> frame in the scratch buffer (valid until the next call), or null.
@@ -1075,4 +1097,6 @@ function run(bytes, buffer, offset, start, stop, copyViews) {
   }
 }
 
-module.exports = { encode, encodeCopy, encodeToScratch, scratch, decode, decodeRange, configure, NOT_FAST };
+module.exports = {
+  encode, encodeCopy, encodeToScratch, encodeAppend, spilled, scratch, decode, decodeRange, configure, NOT_FAST,
+};

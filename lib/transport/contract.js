@@ -20,6 +20,14 @@
 //   setMaxMessageSize(n) -> false when a frame already buffered is over n
 //   fd()             -> the socket's descriptor, when there is one
 //   enableOutOfLine(), acceptHandles()  with the capabilities below
+//   writeFrame(bytes, length) -> total bytes queued; an advanced frame the
+//                       JavaScript encoder wrote (lib/codec/advanced-fast.js)
+//   stageFrames(buffer), writeStaged(length) -> total bytes queued: frames
+//                       encoded back to back into `buffer` (the channel's
+//                       for its whole life), handed over in one call per
+//                       batch; throws ERR_PROCWIRE_OUT_OF_MEMORY only
+//   decodeInJs(bytes, frames)  small advanced frames are left for
+//                       JavaScript to decode (see onread)
 //   writeRequest(id, body), writeResponse(id, ok, bodyOrError)
 //                       with capability `requests`: the transport carries
 //                       request/reply natively (NATS request subjects), so

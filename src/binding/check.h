@@ -18,6 +18,7 @@
     if (!(cond)) PROCWIRE_CHECK_FAILED(#cond); \
   } while (0)
 #define CHECK_EQ(a, b) CHECK((a) == (b))
+#define CHECK_LE(a, b) CHECK((a) <= (b))
 #define CHECK_NOT_NULL(p) CHECK((p) != nullptr)
 
 #endif  // PROCWIRE_BINDING_CHECK_H_

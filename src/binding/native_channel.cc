@@ -266,16 +266,9 @@ class NativeChannel final : public HandleWrap {
     args.GetReturnValue().Set(self->TotalPushed());
   }
 
-  // writeFrame(view, length) -> total bytes ever queued: the first `length`
-  // bytes of view are one whole advanced frame (u32 BE length + payload)
-  // that lib/codec/advanced-fast.js wrote into its scratch memory. It is
-  // copied, held to maxMessageSize and queued (or put in the ring) as
-  // write() does with what ValueSerializer writes, counted the same way.
-  // Copies the first `size` bytes of `view` into a frame of its own (the
-  // caller's memory is reused for the next message). A copy that cannot be
-  // allocated throws ERR_PROCWIRE_OUT_OF_MEMORY and queues nothing: sending
-  // one huge message must not abort the process.
-  // malloc(size), or null after throwing ERR_PROCWIRE_OUT_OF_MEMORY.
+  // malloc(size), or null after throwing ERR_PROCWIRE_OUT_OF_MEMORY: a
+  // frame that cannot be allocated queues nothing, and sending one huge
+  // message must not abort the process.
   static uint8_t* AllocateFrame(const FunctionCallbackInfo<Value>& args, size_t size) {
     uint8_t* data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
     if (data != nullptr) return data;
@@ -289,6 +282,8 @@ class NativeChannel final : public HandleWrap {
     return nullptr;
   }
 
+  // Copies the first `size` bytes of `view` into a frame of its own (the
+  // caller's memory is reused for the next message).
   static bool CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view, size_t size,
                         EncodedFrame* frame) {
     uint8_t* data = AllocateFrame(args, size);
@@ -299,6 +294,12 @@ class NativeChannel final : public HandleWrap {
     return true;
   }
 
+  // writeFrame(view, length) -> total bytes ever queued: the first `length`
+  // bytes of view are one whole advanced frame (u32 BE length + payload)
+  // that lib/codec/advanced-fast.js wrote into its scratch memory. It is
+  // held to maxMessageSize and put in the ring or queued, as write() does
+  // with what ValueSerializer writes, and counted the same way; the view's
+  // memory is free again on return.
   static void WriteFrame(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
@@ -309,6 +310,12 @@ class NativeChannel final : public HandleWrap {
     CHECK(size <= view->ByteLength());
     EncodedFrame sized{nullptr, size};
     if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), sized, 0)) return;
+    // Straight from the view into the ring when it takes the frame: no
+    // block of its own to allocate, copy and free.
+    if (self->WriteToRing(static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset(), size)) {
+      args.GetReturnValue().Set(self->TotalPushed());
+      return;
+    }
     if (self->ShouldWriteNow(size)) {
       if (!self->WriteFrameNow(args, view, size)) return;
     } else {
@@ -342,6 +349,62 @@ class NativeChannel final : public HandleWrap {
     NativeChannel* self = Unwrap(args);
     CHECK_NOT_NULL(self);
     self->inbound_.AcceptHandles();
+  }
+
+  // stageFrames(bytes): the JavaScript encoder may write the messages of a
+  // tick after its first back to back into `bytes` (a Buffer the channel
+  // owns for its whole life) and hand them over with writeStaged, one call
+  // per batch instead of one writeFrame per message.
+  static void StageFrames(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsUint8Array());
+    Local<v8::Uint8Array> bytes = args[0].As<v8::Uint8Array>();
+    self->stage_ref_.Reset(args.GetIsolate(), bytes);
+    self->stage_ = static_cast<uint8_t*>(bytes->Buffer()->Data()) + bytes->ByteOffset();
+    self->stage_capacity_ = bytes->ByteLength();
+  }
+
+  // writeStaged(length) -> total bytes ever queued: bytes [0, length) of
+  // the staging buffer are whole advanced frames, each already held to
+  // maxMessageSize by JavaScript. They go into the ring, and from the first
+  // the ring does not take on, in order, to the socket's queue as one copied
+  // block; each is counted as writeFrame counts it. The staging buffer is
+  // free again on return. If that block cannot be allocated, frames before
+  // it may already be in the ring, so this throws
+  // ERR_PROCWIRE_OUT_OF_MEMORY and the caller closes the channel.
+  static void WriteStaged(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    CHECK(args[0]->IsUint32());
+    const size_t length = args[0].As<v8::Uint32>()->Value();
+    CHECK_NOT_NULL(self->stage_);
+    CHECK_LE(length, self->stage_capacity_);
+    const uint8_t* stage = self->stage_;
+    size_t at = 0;
+    size_t to_socket = length;
+    while (at < length) {
+      CHECK_LE(kAdvancedHeaderSize, length - at);
+      const size_t size = kAdvancedHeaderSize + ReadU32BigEndian(stage + at);
+      CHECK_LE(size, length - at);
+      if (to_socket == length) {
+        if (self->WriteToRing(stage + at, size)) {
+          at += size;
+          continue;
+        }
+        to_socket = at;
+      }
+      self->counters_.messages_out++;
+      self->counters_.histogram_out[SizeBucket(size)]++;
+      at += size;
+    }
+    if (to_socket < length) {
+      uint8_t* block = AllocateFrame(args, length - to_socket);
+      if (block == nullptr) return;
+      std::memcpy(block, stage + to_socket, length - to_socket);
+      self->queue_.Push(OutChunk{block, length - to_socket, FreeBlock, nullptr, {}});
+    }
+    args.GetReturnValue().Set(self->TotalPushed());
   }
 
   // decodeInJs(bytes, frames): from now on, small advanced frames that may
@@ -656,6 +719,8 @@ class NativeChannel final : public HandleWrap {
     js_frames_ref_.Reset();
     js_bytes_ = nullptr;
     js_frames_ = nullptr;
+    stage_ref_.Reset();
+    stage_ = nullptr;
   }
 
  private:
@@ -684,21 +749,30 @@ class NativeChannel final : public HandleWrap {
     return false;
   }
 
+  // Puts one frame in the ring, counted as sent, when the ring takes it:
+  // only while nothing waits for the socket, so the frame is also
+  // "written" in byte order, which keeps the monotonic byte counts (and
+  // send callbacks) true. The record's mark is the socket bytes queued so
+  // far, which orders it against them. The caller keeps `data`.
+  bool WriteToRing(const uint8_t* data, size_t size) {
+    if (!ring_out_ready_ || !queue_.empty() || connecting_) return false;
+    if (!rings_->Write(queue_.total_pushed(), data, size)) {
+      if (rings_->outbound_failed()) OutboundRingFailed();
+      return false;
+    }
+    ring_user_bytes_ += static_cast<double>(size);
+    counters_.messages_out++;
+    counters_.histogram_out[SizeBucket(size)]++;
+    return true;
+  }
+
   void Enqueue(const EncodedFrame& frame) {
+    if (WriteToRing(frame.data, frame.size)) {
+      std::free(frame.data);
+      return;
+    }
     counters_.messages_out++;
     counters_.histogram_out[SizeBucket(frame.size)]++;
-    // The ring takes a frame only when nothing is waiting for the socket:
-    // then the frame is also "written" in byte order, which keeps the
-    // monotonic byte counts (and send callbacks) true. The record's mark is
-    // the socket bytes queued so far, which orders it against them.
-    if (ring_out_ready_ && queue_.empty() && !connecting_) {
-      if (rings_->Write(queue_.total_pushed(), frame.data, frame.size)) {
-        ring_user_bytes_ += static_cast<double>(frame.size);
-        std::free(frame.data);
-        return;
-      }
-      if (rings_->outbound_failed()) OutboundRingFailed();
-    }
     // Written at once when ShouldWriteNow says so; whatever the socket did
     // not take is queued.
     if (ShouldWriteNow(frame.size)) {
@@ -1636,6 +1710,11 @@ class NativeChannel final : public HandleWrap {
   uint32_t* js_frames_ = nullptr;
   size_t js_frames_capacity_ = 0;
   size_t js_frames_used_ = 0;
+  // The staging buffer of stageFrames, the channel's for its whole life;
+  // JavaScript writes it, and it is read only within writeStaged.
+  v8::Global<v8::Uint8Array> stage_ref_;
+  uint8_t* stage_ = nullptr;
+  size_t stage_capacity_ = 0;
   double taken_segments_ = 0;
   double taken_segment_bytes_ = 0;
   // Recycled segments: our pool (the peer takes them) and the peer's
@@ -1663,6 +1742,8 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   SetMethod(isolate, ch, external, "write", NativeChannel::Write);
   SetMethod(isolate, ch, external, "writeBuffer", NativeChannel::WriteBuffer);
   SetMethod(isolate, ch, external, "writeFrame", NativeChannel::WriteFrame);
+  SetMethod(isolate, ch, external, "stageFrames", NativeChannel::StageFrames);
+  SetMethod(isolate, ch, external, "writeStaged", NativeChannel::WriteStaged);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "enableSegmentPool", NativeChannel::EnableSegmentPool);
