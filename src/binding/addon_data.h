@@ -12,6 +12,7 @@
 #include <v8.h>
 
 #include <unordered_set>
+#include <vector>
 
 #include "compat.h"
 
@@ -22,6 +23,18 @@ class Closable {
   virtual ~Closable() = default;
   // Closes now, without calling back into JavaScript (environment teardown).
   virtual void CloseForTeardown() = 0;
+};
+
+// A channel whose event loop reads a shared-memory ring. A reader that
+// spins waiting for its own ring stops as soon as another ring of its
+// thread has records, so one busy channel does not keep the others waiting
+// (a master with many workers).
+class LoopRingReader {
+ public:
+  virtual ~LoopRingReader() = default;
+  // Records are waiting that this reader would deliver now (a cheap check:
+  // no fence, no validation).
+  virtual bool RingRecordsWaiting() const = 0;
 };
 
 struct AddonData {
@@ -38,6 +51,9 @@ struct AddonData {
   v8::Global<v8::FunctionTemplate> channel_template;
   v8::Global<v8::FunctionTemplate> listener_template;
   std::unordered_set<Closable*> open_handles;
+  // Channels reading a ring on this thread (see LoopRingReader); a channel is
+  // listed from its ring's set-up until it closes.
+  std::vector<const LoopRingReader*> ring_readers;
   // Handles whose uv_close has started but whose close callback has not run.
   // The environment's teardown cannot free this object until they finish,
   // because their callbacks still read it.

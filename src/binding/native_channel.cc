@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,9 @@ constexpr int kMaxRingRecordsPerWake = 4096;
 // The longest one ring wake-up keeps the event loop (delivering and
 // spinning) before the rest of the loop gets its turn.
 constexpr uint64_t kMaxRingPollNs = 1000000;
+// Other channels' rings a spinning reader looks at per step (see
+// OtherRingHasRecords).
+constexpr size_t kMaxRingPeersChecked = 64;
 
 // Advanced frames up to this size are handed to JavaScript as bytes, to be
 // decoded there by the fast path (lib/codec/advanced-fast.js), when the
@@ -88,7 +92,7 @@ struct Counters {
   double histogram_out[kHistogramBuckets] = {};
 };
 
-class NativeChannel final : public HandleWrap {
+class NativeChannel final : public HandleWrap, public LoopRingReader {
  public:
   NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd, WireFormat format,
                 size_t max_message_size, bool connecting, Local<Object> callbacks, double ool_threshold)
@@ -1228,6 +1232,7 @@ class NativeChannel final : public HandleWrap {
     CHECK_EQ(uv_poll_init(data_->loop, &ring_poll_, rings_->inbound_wake_fd()), 0);
     AttachUvHandle(reinterpret_cast<uv_handle_t*>(&ring_poll_));
     ring_poll_started_ = true;
+    data_->ring_readers.push_back(this);
     // The socket alone decides whether the channel keeps the process alive.
     uv_unref(reinterpret_cast<uv_handle_t*>(&ring_poll_));
     CHECK_EQ(uv_poll_start(&ring_poll_, UV_READABLE, OnRingPoll), 0);
@@ -1338,11 +1343,17 @@ class NativeChannel final : public HandleWrap {
         // Yielding rather than pausing: on a machine with more runnable
         // threads than CPUs the writer may be waiting for ours, and a spin
         // that held the CPU would only delay the record it waits for.
+        // Records for another channel of this thread end the spin too
+        // (without counting as a miss): the event loop delivers them.
         uint64_t t = now;
-        while (!(found = rings->InboundMaybeReady()) && (t = MonotonicNs()) - now < window) sched_yield();
+        bool other = false;
+        while (!(found = rings->InboundMaybeReady()) && !(other = self->OtherRingHasRecords()) &&
+               (t = MonotonicNs()) - now < window) {
+          sched_yield();
+        }
         if (found) {
           rings->spin.Arrived(MonotonicNs() - now);
-        } else {
+        } else if (!other) {
           rings->spin.Missed(t - now);
         }
       }
@@ -1645,7 +1656,25 @@ class NativeChannel final : public HandleWrap {
     if (ring_poll_started_) {
       uv_poll_stop(&ring_poll_);
       uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnUvHandleClosed);
+      auto& readers = data_->ring_readers;
+      readers.erase(std::remove(readers.begin(), readers.end(), this), readers.end());
     }
+  }
+
+  bool RingRecordsWaiting() const override {
+    return reading_ && !closing_ && !ended_ && rings_->InboundMaybeReady();
+  }
+
+  // Whether another channel of this thread has ring records waiting (see
+  // LoopRingReader). At most kMaxRingPeersChecked are looked at per call, so a
+  // process with thousands of channels does not make each spin step long.
+  bool OtherRingHasRecords() const {
+    const auto& readers = data_->ring_readers;
+    const size_t n = readers.size() < kMaxRingPeersChecked ? readers.size() : kMaxRingPeersChecked;
+    for (size_t i = 0; i < n; i++) {
+      if (readers[i] != this && readers[i]->RingRecordsWaiting()) return true;
+    }
+    return false;
   }
 
   ~NativeChannel() override {
