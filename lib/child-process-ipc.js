@@ -359,6 +359,10 @@ class HandleProtocol {
 
 // Node's checks on send(message, handle, options, callback), shared by the
 // ChildProcess and Channel surfaces. Returns the normalised arguments.
+// The options of send(message) without any: Node's defaults, shared and
+// frozen (nothing downstream writes to options).
+const DEFAULT_SEND_OPTIONS = Object.freeze({ swallowErrors: false });
+
 function normalizeSendArgs(handle, options, callback) {
   if (typeof handle === 'function') {
     callback = handle;
@@ -513,10 +517,11 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 
   // options.transfer (procwire's transfer list) rides along Node's options.
+  const emitSendError = (err) => child.emit('error', nodeFacing(err));
   const writeNow = (message, options, callback) => {
     try {
-      return channel._sendPlain(message, callback, options.swallowErrors,
-        (err) => child.emit('error', nodeFacing(err)), options.transfer !== undefined ? options : undefined);
+      return channel._sendPlain(message, callback, options.swallowErrors, emitSendError,
+        options.transfer !== undefined ? options : undefined);
     } catch (err) {
       if (err && err.code === 'ERR_PROCWIRE_UNSERIALIZABLE') {
         throw nodeSerializationError(err, message, channel.serialization);
@@ -526,7 +531,12 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   };
 
   child.send = function send(message, handle, options, callback) {
-    [handle, options, callback] = normalizeSendArgs(handle, options, callback);
+    // send(message) alone, the common call, builds no options of its own.
+    if (handle === undefined && options === undefined && callback === undefined) {
+      options = DEFAULT_SEND_OPTIONS;
+    } else {
+      [handle, options, callback] = normalizeSendArgs(handle, options, callback);
+    }
     if (this.connected) return this._send(message, handle, options, callback);
     const err = nodeError('ERR_IPC_CHANNEL_CLOSED');
     if (typeof callback === 'function') process.nextTick(callback, err);
