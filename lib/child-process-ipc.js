@@ -165,17 +165,22 @@ function prepareSend(type, message, handle, options, protocol) {
         if (first) server._setupWorker(list);
       }
       if (!options.keepOpen) {
-        // The peer owns the connection from now on: this end stops reading
+        // The peer owns the connection from now on. This end stops reading
         // at once, so bytes that arrive meanwhile stay in the kernel for the
-        // peer (Node's own fork reads and drops them until the ACK), and
-        // lets the socket go when the peer acknowledges it.
+        // peer (Node's own fork reads and drops them until the ACK). As in
+        // Node, the socket object lets go of its handle now (it is not
+        // destroyed and emits no 'close': the connection lives on in the
+        // peer), its server stops counting it here (the peer counts it),
+        // and the handle itself is closed when the peer acknowledges it.
         handle.pause();
         if (typeof raw.readStop === 'function' && raw.reading !== false) {
           raw.reading = false;
           raw.readStop();
         }
+        handle._handle = null;
         handle.setTimeout(0);
-        return { fd, release: () => handle.destroy() };
+        if (server) server._connections--;
+        return { fd, release: () => raw.close() };
       }
       return { fd, release: null };
     }

@@ -334,7 +334,12 @@ test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends
       const replies = [];
       const collect = (m) => replies.push(m);
       child.on('message', collect);
+      let sentSocketClosed = false;
+      socket.on('close', () => { sentSocketClosed = true; });
       child.send({ text: 'hi' }, socket);
+      // The socket object let go of the connection: it is not destroyed,
+      // and its server no longer counts it here.
+      obs.sentSocket = { destroyed: socket.destroyed, serverConnections: server._connections };
       // Queued behind the handle until the child acknowledges it.
       obs.queuedWhilePending = Array.isArray(child._handleQueue);
       for (let i = 0; i < 5; i++) child.send({ op: 'echo', value: i });
@@ -346,6 +351,7 @@ test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends
       child.removeListener('message', collect);
       obs.order = replies;
       obs.queueAfterAck = child._handleQueue;
+      obs.sentSocketClosed = sentSocketClosed;
 
       // A listening server: the child accepts on it once ours is closed.
       const shared = net.createServer(() => assert.fail('the parent closed its copy'));
