@@ -9,54 +9,14 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const net = require('net');
-const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
 const { namedPair, uniqueName } = require('./helpers/pair');
+const { PEER, withTimeout, nextMessage, forkRingPeer } = require('./helpers/ring-peer');
 const { VERSION: HELLO_VERSION } = require('../lib/auth')._internal;
 
-const PEER = path.join(__dirname, 'fixtures', 'ring-peer.js');
 const TIMEOUT = { timeout: 120_000 };
 const skip = !procwire.native && 'rings need the native addon';
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
-  ]);
-}
-
-function nextMessage(channel, predicate) {
-  return new Promise((resolve, reject) => {
-    const on = (m) => {
-      if (!predicate(m)) return;
-      channel.off('message', on);
-      channel.off('close', onClose);
-      resolve(m);
-    };
-    const onClose = (reason, err) => {
-      channel.off('message', on);
-      reject(err || new Error(`closed: ${reason}`));
-    };
-    channel.on('message', on);
-    channel.once('close', onClose);
-  });
-}
-
-async function forkPeer(t, options = {}) {
-  const child = procwire.fork(PEER, [], { child: 'procwire', serialization: 'advanced', ...options });
-  const channel = child.channel;
-  t.after(async () => {
-    channel.destroy();
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
-  });
-  // A round trip: both set-up frames have been read by then.
-  channel.send({ op: 'ping' });
-  await withTimeout(nextMessage(channel, (m) => m && m.op === 'ping'), 20_000, 'the first echo');
-  return { child, channel };
-}
 
 async function peerStats(channel) {
   channel.send({ op: 'stats' });
@@ -69,7 +29,7 @@ function cpuTicks(pid) {
 }
 
 test('a procwire child uses rings both ways; rings: "never" turns them off', { ...TIMEOUT, skip }, async (t) => {
-  const { channel } = await forkPeer(t);
+  const { channel } = await forkRingPeer(t);
   for (let i = 0; i < 100; i++) channel.send(i);
   let n = 0;
   await withTimeout(new Promise((resolve) => channel.on('message', (m) => { if (typeof m === 'number' && ++n === 100) resolve(); })), 20_000, 'echoes');
@@ -81,7 +41,7 @@ test('a procwire child uses rings both ways; rings: "never" turns them off', { .
   assert.strictEqual(theirs.enabled, true);
   assert.ok(theirs.messagesIn >= 100);
 
-  const never = await forkPeer(t, { rings: 'never' });
+  const never = await forkRingPeer(t, { rings: 'never' });
   assert.deepStrictEqual(never.channel.stats().rings, { enabled: false, messagesOut: 0, messagesIn: 0 });
   assert.strictEqual((await peerStats(never.channel)).rings.enabled, false);
   assert.throws(() => procwire.fork(PEER, [], { child: 'procwire', rings: 'sometimes' }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
@@ -156,7 +116,7 @@ for (const when of ['before its hello', 'after its hello, before its proof']) {
 }
 
 test('small, ring-sized, oversized, out-of-line and handle-carrying messages keep one order', { ...TIMEOUT, skip }, async (t) => {
-  const { child, channel } = await forkPeer(t);
+  const { child, channel } = await forkRingPeer(t);
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -196,7 +156,7 @@ test('small, ring-sized, oversized, out-of-line and handle-carrying messages kee
 });
 
 test('backpressure with a stalled reader: send() says false, then drain, nothing lost or reordered', { ...TIMEOUT, skip }, async (t) => {
-  const { channel } = await forkPeer(t);
+  const { channel } = await forkRingPeer(t);
   channel.send({ op: 'count-start' });
   channel.send({ op: 'stall', ms: 1500 });
   let falses = 0;
@@ -242,7 +202,7 @@ async function sendSequence(channel, n, { stallMs = 0 } = {}) {
 }
 
 test('wrap-around: 50 MB of records of every size lap the ring many times, all intact and in order', { ...TIMEOUT, skip }, async (t) => {
-  const { channel } = await forkPeer(t);
+  const { channel } = await forkRingPeer(t);
   const before = channel.stats().rings.messagesOut;
   const n = 20_000;
   const result = await sendSequence(channel, n);
@@ -253,7 +213,7 @@ test('wrap-around: 50 MB of records of every size lap the ring many times, all i
 });
 
 test('a full ring: frames that do not fit take the socket, in order, nothing lost', { ...TIMEOUT, skip }, async (t) => {
-  const { channel } = await forkPeer(t);
+  const { channel } = await forkRingPeer(t);
   const before = channel.stats();
   // The child reads nothing for a while; 12 MB are sent meanwhile, far
   // more than the ring holds.
@@ -267,7 +227,7 @@ test('a full ring: frames that do not fit take the socket, in order, nothing los
 });
 
 test('many sequential round trips: no wake-up is lost', { ...TIMEOUT, skip }, async (t) => {
-  const { channel } = await forkPeer(t);
+  const { channel } = await forkRingPeer(t);
   const rounds = 20_000;
   const start = Date.now();
   await withTimeout(new Promise((resolve) => {
@@ -284,7 +244,7 @@ test('many sequential round trips: no wake-up is lost', { ...TIMEOUT, skip }, as
 });
 
 test('SIGKILL of the child mid-stream: the parent sees the close at once, messages in order', { ...TIMEOUT, skip }, async (t) => {
-  const { child, channel } = await forkPeer(t);
+  const { child, channel } = await forkRingPeer(t);
   let next = 0;
   let bad = 0;
   channel.on('message', (m) => { if (m && typeof m.i === 'number') { if (m.i !== next) bad++; next++; } });
@@ -302,7 +262,7 @@ test('SIGKILL of the child mid-stream: the parent sees the close at once, messag
 });
 
 test('SIGKILL of the parent side mid-stream: its child sees the disconnect and exits', { ...TIMEOUT, skip }, async (t) => {
-  const { child, channel } = await forkPeer(t);
+  const { child, channel } = await forkRingPeer(t);
   channel.send({ op: 'grandchild' });
   const { pid } = await withTimeout(nextMessage(channel, (m) => m && m.op === 'grandchild'), 20_000, 'grandchild');
   t.after(() => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
@@ -320,8 +280,8 @@ test('SIGKILL of the parent side mid-stream: its child sees the disconnect and e
 
 for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames', 'bad-tail']) {
   test(`hostile ring contents (${kind}) close only that channel with ERR_PROCWIRE_RING_CORRUPT`, { ...TIMEOUT, skip }, async (t) => {
-    const { child, channel } = await forkPeer(t);
-    const other = await forkPeer(t);
+    const { child, channel } = await forkRingPeer(t);
+    const other = await forkRingPeer(t);
     channel.on('error', () => {});
     child.on('error', () => {});
     // Not events.once: it would reject on the 'error' event.
@@ -350,7 +310,7 @@ for (const kind of ['misaligned-head', 'far-head', 'bad-record', 'torn-frames', 
 }
 
 test('an idle channel on rings uses no CPU on either side', { ...TIMEOUT, skip }, async (t) => {
-  const { child, channel } = await forkPeer(t);
+  const { child, channel } = await forkRingPeer(t);
   for (let i = 0; i < 2000; i++) channel.send(i);
   await withTimeout(new Promise((resolve) => { let n = 0; channel.on('message', (m) => { if (typeof m === 'number' && ++n === 2000) resolve(); }); }), 20_000, 'echoes');
   assert.strictEqual(channel.stats().rings.enabled, true);

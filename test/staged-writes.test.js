@@ -10,36 +10,16 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const path = require('path');
-const { once } = require('events');
 const procwire = require('..');
+const { withTimeout, forkRingPeer } = require('./helpers/ring-peer');
 
-const PEER = path.join(__dirname, 'fixtures', 'ring-peer.js');
 const TIMEOUT = { timeout: 120_000 };
 const skip = !procwire.native && 'staged writes are the native addon\'s';
 
 const TRANSPORTS = [['rings', 'auto'], ['socket', 'never']];
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
-  ]);
-}
-
 async function forkPeer(t, options) {
-  const child = procwire.fork(PEER, [], { child: 'procwire', serialization: 'advanced', ...options });
-  const channel = child.channel;
-  t.after(async () => {
-    channel.destroy();
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
-  });
-  // One round trip: both ends are set up (rings included) by then.
-  channel.send({ seq: -1 });
-  await withTimeout(new Promise((resolve) => channel.once('message', resolve)), 20_000, 'the first echo');
-  return channel;
+  return (await forkRingPeer(t, options)).channel;
 }
 
 // Echoes with a numeric `seq`, in arrival order, until `count` came.

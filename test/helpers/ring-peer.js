@@ -1,0 +1,56 @@
+'use strict';
+// Forking test/fixtures/ring-peer.js, the procwire child that echoes and acts
+// on { op } messages, for the tests of rings and of the write path.
+
+const path = require('path');
+const { once } = require('events');
+const procwire = require('../..');
+
+const PEER = path.join(__dirname, '..', 'fixtures', 'ring-peer.js');
+
+// `promise`, or a rejection naming `what` after `ms`.
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
+  ]);
+}
+
+// The next message on `channel` that satisfies `predicate`; rejects if the
+// channel closes first.
+function nextMessage(channel, predicate) {
+  return new Promise((resolve, reject) => {
+    const on = (m) => {
+      if (!predicate(m)) return;
+      channel.off('message', on);
+      channel.off('close', onClose);
+      resolve(m);
+    };
+    const onClose = (reason, err) => {
+      channel.off('message', on);
+      reject(err || new Error(`closed: ${reason}`));
+    };
+    channel.on('message', on);
+    channel.once('close', onClose);
+  });
+}
+
+// Forks the peer as a procwire child (advanced unless `options` say
+// otherwise), kills it when test `t` ends, and returns once one round trip
+// went through: both ends' set-up frames (rings included) have been read by
+// then.
+async function forkRingPeer(t, options = {}) {
+  const child = procwire.fork(PEER, [], { child: 'procwire', serialization: 'advanced', ...options });
+  const channel = child.channel;
+  t.after(async () => {
+    channel.destroy();
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+  });
+  channel.send({ op: 'ping' });
+  await withTimeout(nextMessage(channel, (m) => m && m.op === 'ping'), 20_000, 'the first echo');
+  return { child, channel };
+}
+
+module.exports = { PEER, withTimeout, nextMessage, forkRingPeer };
