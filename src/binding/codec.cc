@@ -275,13 +275,13 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     return true;
   }
 
-  // Copies bytes into a recycled, pre-faulted segment of the channel's pool
-  // (one warm memcpy, no page faults). False when there is no pool or it
-  // has no room: the caller makes a sealed copy instead.
+  // Copies bytes into a recycled segment of the channel's pool (one warm
+  // memcpy, no page faults), or into a new one by write(2). False when there
+  // is no pool or it has no room: the caller makes a sealed copy instead.
   bool PlaceInPool(const uint8_t* from, size_t size) {
     if (ool_->pool == nullptr) return false;
     PooledSegment seg;
-    if (ool_->pool->Acquire(size, &seg) < 0) return false;
+    if (ool_->pool->AcquireCopy(from, size, &seg) < 0) return false;
     if (seg.fresh) {
       // The queue closes the descriptors it sends; the pool keeps its own.
       const int copy = fcntl(seg.fd, F_DUPFD_CLOEXEC, 0);
@@ -291,7 +291,6 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
       }
       ool_->fds.push_back(copy);
     }
-    if (size > 0) std::memcpy(seg.data, from, size);
     ool_->refs.push_back(SegmentRef{seg.fresh ? protocol::kSegmentPooledNew : protocol::kSegmentPooled,
                                     seg.id, static_cast<uint32_t>(size)});
     ool_->any_pooled = true;

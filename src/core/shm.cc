@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -51,21 +52,35 @@ int CreateSegment(size_t size) {
   return fd;
 }
 
-int CreateSealedCopy(const uint8_t* data, size_t size) {
-  const int fd = CreateSegment(size);
-  if (fd < 0) return fd;
-  // write(2) copies straight into the segment's pages: no mapping is needed,
-  // so the write seal can be set at once afterwards.
+namespace {
+
+// Writes size bytes at the start of the memfd. write(2) makes each page of
+// a new memfd as it copies into it, without clearing it first: one pass over
+// the memory, where faulting pages in through a mapping and then copying
+// takes two. Returns 0 or -errno.
+int WriteAll(int fd, const uint8_t* data, size_t size) {
   size_t done = 0;
   while (done < size) {
     const ssize_t n = pwrite(fd, data + done, size - done, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      CloseFd(fd);
-      return -err;
+      return -errno;
     }
     done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int CreateSealedCopy(const uint8_t* data, size_t size) {
+  const int fd = CreateSegment(size);
+  if (fd < 0) return fd;
+  // No mapping is needed, so the write seal can be set at once afterwards.
+  const int written = WriteAll(fd, data, size);
+  if (written < 0) {
+    CloseFd(fd);
+    return written;
   }
   const int r = SealSegment(fd);
   if (r < 0) {
@@ -221,7 +236,13 @@ size_t SegmentPool::ClassFor(size_t size) const {
   return c;
 }
 
-int SegmentPool::Acquire(size_t size, PooledSegment* out) {
+int SegmentPool::Acquire(size_t size, PooledSegment* out) { return Take(size, nullptr, out); }
+
+int SegmentPool::AcquireCopy(const uint8_t* from, size_t size, PooledSegment* out) {
+  return Take(size, from, out);
+}
+
+int SegmentPool::Take(size_t size, const uint8_t* from, PooledSegment* out) {
   const size_t capacity = ClassFor(size);
   if (capacity == 0) return -EFBIG;
   auto idle = idle_.find(capacity);
@@ -232,6 +253,7 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
     e.in_flight = true;
     in_flight_++;
     idle_bytes_ -= e.capacity;
+    if (from != nullptr && size > 0) std::memcpy(e.data, from, size);
     *out = PooledSegment{id, e.fd, e.data, e.capacity, false};
     return 0;
   }
@@ -244,7 +266,16 @@ int SegmentPool::Acquire(size_t size, PooledSegment* out) {
     CloseFd(fd);
     return -err;
   }
-  // MAP_POPULATE pays for every page now, once; reuse then costs no faults.
+  // Bytes to copy go in by write(2), which makes the pages as it fills them.
+  // MAP_POPULATE then maps every page now, once (making the ones not written
+  // yet), so neither the caller's copy nor a reuse costs a page fault.
+  if (from != nullptr && size > 0) {
+    const int written = WriteAll(fd, from, size);
+    if (written < 0) {
+      CloseFd(fd);
+      return written;
+    }
+  }
   void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) {
     const int err = errno;

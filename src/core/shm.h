@@ -141,6 +141,11 @@ class SegmentPool {
   // new pre-faulted one), now in flight. Returns 0, -ENOSPC when the limits
   // leave no room (the caller sends another way), or -errno.
   int Acquire(size_t size, PooledSegment* out);
+  // As Acquire, and copies the `size` bytes at `from` to the segment's start.
+  // A new segment is filled by write(2) before it is mapped: the kernel makes
+  // each page as it copies into it, where pre-faulting first would clear
+  // every page and then copy over it (at 8 MiB about 4 ms instead of 6).
+  int AcquireCopy(const uint8_t* from, size_t size, PooledSegment* out);
   // The receiver handed segment `id` back. Returns 0 when it is idle again,
   // 1 when it was dropped instead (the idle limit was reached; tell the
   // receiver to forget it), or -EINVAL for an id that is unknown or not in
@@ -169,6 +174,8 @@ class SegmentPool {
     bool in_flight;
   };
   size_t ClassFor(size_t size) const;
+  // Acquire and AcquireCopy: `from` is null for Acquire.
+  int Take(size_t size, const uint8_t* from, PooledSegment* out);
   void Destroy(uint32_t id);
 
   // Drops idle segments (largest first) until a new one of `capacity` fits

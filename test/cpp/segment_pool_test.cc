@@ -88,6 +88,37 @@ TEST(SegmentPool, SizeClassesAndReuse) {
   EXPECT_EQ(pool.segments(), 3u);
 }
 
+TEST(SegmentPool, AcquireCopyFillsNewAndReusedSegments) {
+  SegmentPool pool(64 * kKiB);
+  std::vector<uint8_t> first(100 * kKiB);
+  for (size_t i = 0; i < first.size(); i++) first[i] = static_cast<uint8_t>(i * 7 + 1);
+  PooledSegment a;
+  // A new segment is written by write(2): the bytes are in the memfd and in
+  // the pool's mapping, and the rest of the class reads as zeros.
+  ASSERT_EQ(pool.AcquireCopy(first.data(), first.size(), &a), 0);
+  EXPECT_TRUE(a.fresh);
+  EXPECT_EQ(a.capacity, 128 * kKiB);
+  EXPECT_EQ(std::memcmp(a.data, first.data(), first.size()), 0);
+  std::vector<uint8_t> through_fd(first.size());
+  ASSERT_EQ(pread(a.fd, through_fd.data(), through_fd.size(), 0), static_cast<ssize_t>(through_fd.size()));
+  EXPECT_EQ(through_fd, first);
+  EXPECT_EQ(a.data[a.capacity - 1], 0);
+  // Reused: the new bytes replace the old ones, through the same mapping.
+  ASSERT_EQ(pool.Recycle(a.id), 0);
+  std::vector<uint8_t> second(70 * kKiB, 0x5a);
+  PooledSegment b;
+  ASSERT_EQ(pool.AcquireCopy(second.data(), second.size(), &b), 0);
+  EXPECT_FALSE(b.fresh);
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(std::memcmp(b.data, second.data(), second.size()), 0);
+  EXPECT_EQ(b.data[second.size()], first[second.size()]);  // past the message: the old bytes, never sent
+  // Nothing to copy still makes a segment.
+  PooledSegment c;
+  ASSERT_EQ(pool.AcquireCopy(nullptr, 0, &c), 0);
+  EXPECT_TRUE(c.fresh);
+  EXPECT_EQ(pool.in_flight(), 2u);
+}
+
 TEST(SegmentPool, SegmentSizeIsSealedButBytesAreWritable) {
   SegmentPool pool;
   PooledSegment s;
