@@ -12,25 +12,9 @@ const crypto = require('crypto');
 const { once } = require('events');
 const { TRANSPORTS, PROFILES, open, waitExit, natsServer } = require('./helpers/transports');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
+const { nextMessage } = require('./helpers/messages');
 
 const BIG_TIMEOUT = 120_000;
-
-function nextMessage(channel, predicate = () => true) {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m) => {
-      if (!predicate(m)) return;
-      channel.off('message', onMessage);
-      channel.off('close', onClose);
-      resolve(m);
-    };
-    const onClose = (reason) => {
-      channel.off('message', onMessage);
-      reject(new Error(`channel closed (${reason}) while waiting`));
-    };
-    channel.on('message', onMessage);
-    channel.once('close', onClose);
-  });
-}
 
 // Sends 0..n-1 as fast as backpressure allows: on false, waits for 'drain'.
 async function sendStream(channel, n) {

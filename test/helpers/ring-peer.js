@@ -5,6 +5,7 @@
 const path = require('path');
 const { once } = require('events');
 const procwire = require('../..');
+const { nextMessage } = require('./messages');
 
 const PEER = path.join(__dirname, '..', 'fixtures', 'ring-peer.js');
 
@@ -15,25 +16,6 @@ function withTimeout(promise, ms, what) {
     promise.finally(() => clearTimeout(timer)),
     new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
   ]);
-}
-
-// The next message on `channel` that satisfies `predicate`; rejects if the
-// channel closes first.
-function nextMessage(channel, predicate) {
-  return new Promise((resolve, reject) => {
-    const on = (m) => {
-      if (!predicate(m)) return;
-      channel.off('message', on);
-      channel.off('close', onClose);
-      resolve(m);
-    };
-    const onClose = (reason, err) => {
-      channel.off('message', on);
-      reject(err || new Error(`closed: ${reason}`));
-    };
-    channel.on('message', on);
-    channel.once('close', onClose);
-  });
 }
 
 // Forks the peer as a procwire child (advanced unless `options` say
@@ -53,4 +35,5 @@ async function forkRingPeer(t, options = {}) {
   return { child, channel };
 }
 
+// nextMessage is passed on for the suites that fork this peer.
 module.exports = { PEER, withTimeout, nextMessage, forkRingPeer };
