@@ -224,6 +224,11 @@ class Channel extends EventEmitter {
     // to it as the addon holds every other.
     this._stage = null;
     this._stagedBytes = 0;
+    // How many writes into the handle are encoding a message right now. A
+    // getter of that message may send() too; Node's serializer runs the
+    // getter before its own write, so the getter's message goes first, and
+    // a write while this is above 0 is never staged behind it.
+    this._writesEncoding = 0;
     this._stagedFrames = 0;
     this._writeLimit = this.maxMessageSize;
     if (this._fastMaxView >= 0 && typeof this._handle.writeStaged === 'function') {
@@ -392,7 +397,12 @@ class Channel extends EventEmitter {
       this._pushed = this._write(message);
     } else {
       this._unstage();
-      this._pushed = this._handle.write(message, transfer);
+      this._writesEncoding++;
+      try {
+        this._pushed = this._handle.write(message, transfer);
+      } finally {
+        this._writesEncoding--;
+      }
     }
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
@@ -940,14 +950,28 @@ class Channel extends EventEmitter {
   // it leaves within send() (see docs/channel.md); the ones after it in the
   // same tick are staged, and each batch crosses into the addon once.
   _write(message) {
+    this._writesEncoding++;
+    try {
+      return this._writeEncoding(message);
+    } finally {
+      this._writesEncoding--;
+    }
+  }
+
+  _writeEncoding(message) {
     if (this._fastMaxView < 0) return this._handle.write(message);
-    if (this._stage !== null && this._flushScheduled) {
-      const length = fastCodec.encodeAppend(this._stage, this._stagedBytes, message, this._fastMaxView);
+    if (this._stage !== null && this._flushScheduled && this._writesEncoding === 1) {
+      const at = this._stagedBytes;
+      const length = fastCodec.encodeAppend(this._stage, at, message, this._fastMaxView);
       if (length >= 0 && !fastCodec.spilled()) {
         if (length - 4 > this._writeLimit) {
           throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
             `message of ${length - 4} bytes exceeds maxMessageSize (${this._writeLimit} bytes); nothing was sent`);
         }
+        // A getter that sent, or asked for stats(), handed the frames staged
+        // before this one over meanwhile: this one moves up to what is
+        // staged now (nothing; a nested write is never staged).
+        if (this._stagedBytes !== at) this._stage.copyWithin(this._stagedBytes, at, at + length);
         this._stagedBytes += length;
         this._stagedFrames++;
         if (this._stagedFrames >= STAGE_MAX_FRAMES || STAGE_BYTES - this._stagedBytes < STAGE_MIN_ROOM) {
@@ -960,6 +984,9 @@ class Channel extends EventEmitter {
       if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
       return this._handle.write(message);
     }
+    // A write from a getter of a message being encoded goes after what was
+    // staged before that message, and before the message itself.
+    if (this._writesEncoding > 1) this._unstage();
     const length = fastCodec.encodeToScratch(message, this._fastMaxView);
     if (length >= 0) return this._handle.writeFrame(fastCodec.scratch(), length);
     return this._handle.write(message);
@@ -1066,7 +1093,12 @@ class Channel extends EventEmitter {
       throw makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
     }
     this._unstage();
-    this._pushed = this._handle.writeRequest(id, body);
+    this._writesEncoding++;
+    try {
+      this._pushed = this._handle.writeRequest(id, body);
+    } finally {
+      this._writesEncoding--;
+    }
     this._scheduleFlush();
   }
 
@@ -1077,8 +1109,13 @@ class Channel extends EventEmitter {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
       this._unstage();
-      this._pushed = this._caps.requests ? this._handle.writeResponse(id, ok, bodyOrError)
-        : this._handle.write(ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
+      this._writesEncoding++;
+      try {
+        this._pushed = this._caps.requests ? this._handle.writeResponse(id, ok, bodyOrError)
+          : this._handle.write(ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
+      } finally {
+        this._writesEncoding--;
+      }
       this._scheduleFlush();
     } catch (err) {
       if (rethrow) throw err;

@@ -301,6 +301,14 @@ class HandleProtocol {
 
   _writeHandle(wrapper, handle, prepared, options, callback, retransmissions) {
     const host = this.host;
+    if (!this.channel.connected) {
+      // Nothing will carry the handle or acknowledge it: it is let go of now
+      // (a socket's handle, already taken from it, is closed), as Node
+      // closes a handle whose write failed; the callback gets the error.
+      const refused = this.channel._sendWithDescriptor(wrapper, prepared.fd, callback);
+      if (prepared.release) prepared.release();
+      return refused;
+    }
     const ok = this.channel._sendWithDescriptor(wrapper, prepared.fd, callback);
     host._handleQueue = host._handleQueue || [];
     host._pendingMessage = { callback: undefined, message: wrapper, handle, options, retransmissions, prepared };
@@ -597,6 +605,8 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     // for 'close'. A disconnect() of ours does not count: Node's 'close'
     // then never comes, and neither does ours.
     if (child.connected) child.disconnect();
+    // A handle still waiting for its acknowledgement never gets one now.
+    if (child._pendingMessage) protocol._release();
     child.channel = null;
     if (!childSide && !closedCounted && reason !== 'local' && reason !== 'destroyed') {
       closedCounted = true;

@@ -530,6 +530,31 @@ test('a NODE_HANDLE message that arrives without its descriptor is answered with
   assert.deepStrictEqual(messages, [[{ after: true }, undefined]]);
 });
 
+test('a socket sent on a channel that has closed is let go of: the callback gets the error and the connection ends', { timeout: 30_000 }, async (t) => {
+  const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name);
+  t.after(() => server.close());
+  await server.ready;
+  const client = await procwire.connect(name);
+  client.on('error', () => {});
+  const tcpServer = net.createServer();
+  t.after(() => tcpServer.close());
+  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  const accepted = once(tcpServer, 'connection');
+  const remote = net.connect(tcpServer.address().port, '127.0.0.1');
+  t.after(() => remote.destroy());
+  const [socket] = await accepted;
+  const remoteEnded = once(remote, 'end');
+  client.destroy();
+  const sendError = new Promise((resolve) => client.send({ here: 'a socket' }, socket, resolve));
+  assert.strictEqual((await sendError).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+  // The socket object gave its handle up at send(), so only procwire can
+  // close the connection: the other end sees it end.
+  await Promise.race([remoteEnded, new Promise((resolve, reject) => {
+    setTimeout(() => reject(new Error('the connection was left open')), 5000).unref();
+  })]);
+});
+
 test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);

@@ -112,6 +112,63 @@ for (const [name, rings] of TRANSPORTS) {
     assert.deepStrictEqual(seen.map((m) => m.seq), [0, 1, 2, 3, 4, 5]);
     assert.ok(seen.slice(3).every((m) => m.s === 'y'.repeat(4000)));
   });
+  test(`${name}: a getter that sends, or asks for stats() or a transfer, while its message is encoded: Node's order, nothing corrupted`, { ...TIMEOUT, skip }, async (t) => {
+    const channel = await forkPeer(t, { rings });
+    // Node's serializer runs a getter before it writes the getter's
+    // message, so what the getter sends goes first. Each case is the second
+    // message of its tick or later (staged), except the first-of-tick one.
+    const cases = [
+      ['getter sends (staged)', (seq) => {
+        channel.send({ seq: seq[0] });
+        channel.send({ seq: seq[2], get x() { channel.send({ seq: seq[1] }); return 5; } });
+        channel.send({ seq: seq[3] });
+      }],
+      ['getter sends (first of its tick)', (seq) => {
+        channel.send({ seq: seq[1], get x() { channel.send({ seq: seq[0] }); return 5; } });
+        channel.send({ seq: seq[2] });
+        channel.send({ seq: seq[3] });
+      }],
+      ['getter asks for stats()', (seq) => {
+        channel.send({ seq: seq[0] });
+        channel.send({ seq: seq[1] });
+        channel.send({ seq: seq[2], get s() { channel.stats(); return 'x'.repeat(40); } });
+        channel.send({ seq: seq[3] });
+      }],
+      ['getter sends a transfer', (seq) => {
+        channel.send({ seq: seq[0] });
+        channel.send({ seq: seq[2], get x() {
+          const b = procwire.alloc(1024);
+          channel.send({ seq: seq[1], b }, { transfer: [b] });
+          return 'x'.repeat(40);
+        } });
+        channel.send({ seq: seq[3] });
+      }],
+      ['getter of a message the fast encoder declines (a Map) sends', (seq) => {
+        channel.send({ seq: seq[0] });
+        channel.send({ seq: seq[2], m: new Map([[1, 2]]), get x() { channel.send({ seq: seq[1] }); return 5; } });
+        channel.send({ seq: seq[3] });
+      }],
+      ['getter sends after a message that grew the encoder past 1 MiB', (seq) => {
+        channel.send({ seq: seq[0], big: 'b'.repeat(2 << 20) });
+        channel.send({ seq: seq[2], get x() { channel.send({ seq: seq[1], n: { deep: [1, 2, 3] } }); return 'x'.repeat(40); } });
+        channel.send({ seq: seq[3] });
+      }],
+    ];
+    const echoes = collect(channel, cases.length * 4);
+    for (let i = 0; i < cases.length; i++) {
+      await new Promise((resolve) => setImmediate(resolve));  // each case in a tick of its own
+      cases[i][1]([0, 1, 2, 3].map((k) => i * 4 + k));
+    }
+    const seen = await echoes;
+    for (let i = 0; i < cases.length; i++) {
+      const got = seen.slice(i * 4, i * 4 + 4);
+      assert.deepStrictEqual(got.map((m) => m.seq), [0, 1, 2, 3].map((k) => i * 4 + k), cases[i][0]);
+    }
+    assert.strictEqual(seen[4 * 5].big.length, 2 << 20);
+    assert.deepStrictEqual(seen[4 * 5 + 1].n, { deep: [1, 2, 3] });
+    assert.strictEqual(seen[4 * 3 + 1].b.length, 1024);
+  });
+
 }
 
 test('a burst of staged control-free messages arrives whole: none lost, repeated or reordered', { ...TIMEOUT, skip }, async (t) => {

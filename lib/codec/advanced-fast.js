@@ -503,7 +503,6 @@ function writeView(view) {
 // Writes value's frame into `buffer` from `at` (even); leaves it in `out`
 // from `start` to `pos` and returns true, or returns false when declined.
 function encodeInto(buffer, at, value, maxView) {
-  if (encoding) return false;  // a getter encoding another message
   encoding = true;
   plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
   out = buffer;
@@ -537,6 +536,9 @@ function encodeInto(buffer, at, value, maxView) {
 
 // value -> the frame's length at the start of scratch(), or -1 when declined.
 function encodeToScratch(value, maxView) {
+  // A getter encoding another message while one is being encoded: declined,
+  // leaving the encoder's state to the message in progress.
+  if (encoding) return -1;
   const ok = encodeInto(scratchBuffer, 0, value, maxView);
   if (!ok) {
     shrink();
@@ -549,6 +551,7 @@ function encodeToScratch(value, maxView) {
 // when declined. A frame that outgrew `buffer` is left at the start of
 // scratch() instead, and spilled() then says so.
 function encodeAppend(buffer, at, value, maxView) {
+  if (encoding) return -1;  // as in encodeToScratch
   if (!encodeInto(buffer, at, value, maxView)) {
     shrink();
     return -1;
@@ -572,6 +575,7 @@ function encode(value, maxView) {
 
 // value -> a Buffer of its own holding the frame, or null.
 function encodeCopy(value, maxView) {
+  if (encoding) return null;  // as in encodeToScratch
   // A slab that is full, or detached by someone who transferred a frame's
   // ArrayBuffer, is replaced.
   if (slab === null || slab.length - slabPos < SLAB_FRAME_MAX) {
