@@ -397,12 +397,7 @@ class Channel extends EventEmitter {
       this._pushed = this._write(message);
     } else {
       this._unstage();
-      this._writesEncoding++;
-      try {
-        this._pushed = this._handle.write(message, transfer);
-      } finally {
-        this._writesEncoding--;
-      }
+      this._pushed = this._encodingWrite('write', message, transfer);
     }
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
@@ -958,6 +953,18 @@ class Channel extends EventEmitter {
     }
   }
 
+  // One of the handle's writes that encode the message in the addon
+  // (write, writeRequest, writeResponse), counted in _writesEncoding while
+  // it runs, as _write is.
+  _encodingWrite(method, a, b, c) {
+    this._writesEncoding++;
+    try {
+      return this._handle[method](a, b, c);
+    } finally {
+      this._writesEncoding--;
+    }
+  }
+
   _writeEncoding(message) {
     if (this._fastMaxView < 0) return this._handle.write(message);
     if (this._stage !== null && this._flushScheduled && this._writesEncoding === 1) {
@@ -1093,12 +1100,7 @@ class Channel extends EventEmitter {
       throw makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
     }
     this._unstage();
-    this._writesEncoding++;
-    try {
-      this._pushed = this._handle.writeRequest(id, body);
-    } finally {
-      this._writesEncoding--;
-    }
+    this._pushed = this._encodingWrite('writeRequest', id, body);
     this._scheduleFlush();
   }
 
@@ -1109,13 +1111,8 @@ class Channel extends EventEmitter {
     if (this._state !== 'open' && this._state !== 'connecting') return;
     try {
       this._unstage();
-      this._writesEncoding++;
-      try {
-        this._pushed = this._caps.requests ? this._handle.writeResponse(id, ok, bodyOrError)
-          : this._handle.write(ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
-      } finally {
-        this._writesEncoding--;
-      }
+      this._pushed = this._caps.requests ? this._encodingWrite('writeResponse', id, ok, bodyOrError)
+        : this._encodingWrite('write', ok ? { cmd: RESPONSE, id, ok, body: bodyOrError } : { cmd: RESPONSE, id, ok, error: bodyOrError });
       this._scheduleFlush();
     } catch (err) {
       if (rethrow) throw err;
