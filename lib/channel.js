@@ -350,7 +350,7 @@ class Channel extends EventEmitter {
       handle = undefined;
     }
     if (callback !== undefined) validateFunction(callback, 'callback');
-    if ((handle !== undefined && handle !== null) || (this._handles !== null && this._handleQueue)) {
+    if ((handle !== undefined && handle !== null) || (this._handles !== null && this._handles.host._handleQueue)) {
       return this._send(message, handle, options, callback);
     }
     return this._sendNow(message, options, callback);
@@ -399,6 +399,7 @@ class Channel extends EventEmitter {
       this._unstage();
       this._pushed = this._encodingWrite('write', message, transfer);
     }
+    if (this._closedWhileEncoding(callback)) return false;
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     const queued = this.writableLength;
@@ -424,11 +425,23 @@ class Channel extends EventEmitter {
       return false;
     }
     const bytes = codec[this.serialization].encode(message);
+    if (this._closedWhileEncoding(callback)) return false;
     this._unstage();
     this._pushed = this._handle.writeBuffer(bytes, [fd]);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     return !this._overHighWaterMark();
+  }
+
+  // Whether a getter of the message being sent destroyed the channel (its
+  // pending callbacks have been called already): the message's callback then
+  // gets the error as any send's after the close does.
+  _closedWhileEncoding(callback) {
+    if (this._state !== 'closed') return false;
+    const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
+    if (callback) process.nextTick(callback, err);
+    else process.nextTick(() => this._emitError(err));
+    return true;
   }
 
   // NODE_HANDLE_ACK / NACK: not the user's messages, so never an error of

@@ -310,6 +310,11 @@ class HandleProtocol {
       return refused;
     }
     const ok = this.channel._sendWithDescriptor(wrapper, prepared.fd, callback);
+    if (this.channel.closed) {
+      // A getter of the message closed the channel while it was encoded.
+      if (prepared.release) prepared.release();
+      return ok;
+    }
     host._handleQueue = host._handleQueue || [];
     host._pendingMessage = { callback: undefined, message: wrapper, handle, options, retransmissions, prepared };
     return ok;
@@ -518,6 +523,11 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   });
 
   const protocol = new HandleProtocol(channel, child, deliver);
+  // One handle protocol per connection, since one NODE_HANDLE at a time may
+  // wait for its answer: the channel's own sends with a handle
+  // (child.channel.send(message, socket)) go through this one too, and
+  // queue behind the same handle.
+  if (channel._handles !== null) channel._handles = protocol;
   // Node's own handle bookkeeping listens on 'internalMessage', so listeners
   // there see NODE_HANDLE, NODE_HANDLE_ACK and NODE_HANDLE_NACK too.
   const handleHook = channel._handleHook;

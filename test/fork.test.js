@@ -555,6 +555,56 @@ test('a socket sent on a channel that has closed is let go of: the callback gets
   })]);
 });
 
+test('a getter that destroys the channel while its message is encoded: the callback gets the error, a socket sent with it is let go of', { timeout: 30_000 }, async (t) => {
+  const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const server = procwire.listen(name);
+  t.after(() => server.close());
+  await server.ready;
+  const tcpServer = net.createServer();
+  t.after(() => tcpServer.close());
+  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  for (const withSocket of [false, true]) {
+    const client = await procwire.connect(name);
+    client.on('error', () => {});
+    const destroying = { get x() { client.destroy(); return 1; } };
+    if (!withSocket) {
+      const sent = new Promise((resolve) => client.send(destroying, resolve));
+      assert.strictEqual((await withTimeout(sent, 'the send callback')).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+      continue;
+    }
+    const accepted = once(tcpServer, 'connection');
+    const remote = net.connect(tcpServer.address().port, '127.0.0.1');
+    t.after(() => remote.destroy());
+    const [socket] = await accepted;
+    const remoteEnded = once(remote, 'end');
+    const sent = new Promise((resolve) => client.send(destroying, socket, resolve));
+    assert.strictEqual((await withTimeout(sent, 'the send callback')).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+    await withTimeout(remoteEnded, 'the end of the connection');
+  }
+});
+
+test('child.channel.send(message, socket) on a procwire child: later sends on either surface follow the ACK', { timeout: 30_000 }, async (t) => {
+  const child = procwire.fork(FIXTURE, [], { child: 'procwire', serialization: 'advanced' });
+  t.after(() => stop(child));
+  const tcpServer = net.createServer();
+  t.after(() => tcpServer.close());
+  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  const accepted = once(tcpServer, 'connection');
+  const remote = net.connect(tcpServer.address().port, '127.0.0.1');
+  t.after(() => remote.destroy());
+  const [socket] = await accepted;
+  const replies = [];
+  const four = new Promise((resolve) => child.on('message', (m) => { replies.push(m); if (replies.length === 4) resolve(); }));
+  const callbacks = [];
+  child.channel.send({ text: 'from the channel' }, socket, (err) => callbacks.push(['socket', err]));
+  child.channel.send({ op: 'echo', value: 1 }, (err) => callbacks.push(['1', err]));
+  child.send({ op: 'echo', value: 2 }, (err) => callbacks.push(['2', err]));
+  child.channel.send({ op: 'echo', value: 3 }, (err) => callbacks.push(['3', err]));
+  await withTimeout(four, 'four replies');
+  assert.deepStrictEqual(replies, [{ got: { text: 'from the channel' }, kind: 'net.Socket' }, { echo: 1 }, { echo: 2 }, { echo: 3 }]);
+  assert.deepStrictEqual(callbacks.map(([which, err]) => [which, err || null]), [['socket', null], ['1', null], ['2', null], ['3', null]]);
+});
+
 test('named unix channels pass handles; TCP channels refuse them with a coded error', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);
