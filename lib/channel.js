@@ -1200,6 +1200,10 @@ class Channel extends EventEmitter {
     if (this._handles !== null) this._handles._release();
     this._closeReason = reason;
     this._closeError = err;
+    // What the handle wrote within send() (the first message of a tick, a
+    // large frame, ring records) was sent, even though the flush that would
+    // have reported it never comes: its callbacks succeed.
+    const written = typeof this._handle.written === 'function' ? this._handle.written() : this._written;
     this._handle.close();
     const closedError = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', `channel closed (${reason})`, err || undefined,
       { reason });
@@ -1207,7 +1211,7 @@ class Channel extends EventEmitter {
     this._callbacks = [];
     const requests = [...this._requests.keys()];
     process.nextTick(() => {
-      for (const [, cb] of cbs) cb(closedError);
+      for (const [end, cb] of cbs) cb(end <= written ? null : closedError);
       for (const id of requests) this._settleRequest(id, closedError);
       if (err && reason !== 'local') this._emitError(err);
       this.emit('disconnect');

@@ -96,3 +96,40 @@ for (const serialization of SERIALIZATIONS) {
     assert.ok(callbacks.every(([, err]) => err === null || err === undefined));
   });
 }
+
+test('destroy() right after send(): a message already written within send() gets a successful callback; one never written gets the close error', { timeout: 30_000 }, async (t) => {
+  for (const rings of ['never', 'auto']) {
+    const name = `write-now-${process.pid}-${rings}-${Date.now()}`;
+    const server = procwire.listen(name, { rings });
+    t.after(() => server.close());
+    await server.ready;
+    const accepted = once(server, 'channel');
+    const client = await procwire.connect(name, { rings });
+    client.on('error', () => {});
+    const [peer] = await accepted;
+    // One round trip first, so that rings (when on) are set up.
+    const ready = once(peer, 'message');
+    client.send('ready');
+    await ready;
+    await new Promise((resolve) => setImmediate(resolve));
+    const received = [];
+    peer.on('message', (m) => received.push(m.i));
+    const peerClosed = once(peer, 'close');
+    const callbacks = [];
+    const settled = [];
+    for (let i = 0; i < 4; i++) {
+      settled.push(new Promise((resolve) => client.send({ i, s: 'x'.repeat(100) }, (err) => {
+        callbacks[i] = err ? err.code : null;
+        resolve();
+      })));
+    }
+    client.destroy();
+    await Promise.all(settled);
+    await peerClosed;
+    // The first message of the tick left within send(): it arrives, and its
+    // callback says so. Every callback tells the truth about its message.
+    assert.strictEqual(callbacks[0], null, `${rings}: the first message was written within send()`);
+    assert.deepStrictEqual(received, callbacks.flatMap((c, i) => (c === null ? [i] : [])), rings);
+    assert.ok(callbacks.every((c) => c === null || c === 'ERR_PROCWIRE_CHANNEL_CLOSED'), rings);
+  }
+});

@@ -18,6 +18,9 @@
 //   stats()          -> one array in the layout of lib/stats.js (STATS)
 // Handle methods (optional):
 //   setMaxMessageSize(n) -> false when a frame already buffered is over n
+//   written()        -> total bytes written so far, without writing: a
+//                       channel closed abruptly settles the callbacks of
+//                       what was already written as sent
 //   fd()             -> the socket's descriptor, when there is one
 //   enableOutOfLine(), acceptHandles()  with the capabilities below
 //   writeFrame(bytes, length) -> total bytes queued; an advanced frame the

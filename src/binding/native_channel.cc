@@ -342,6 +342,15 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     args.GetReturnValue().Set(self->TotalWritten());
   }
 
+  // written() -> total bytes written so far (to the socket or into the
+  // ring), without writing anything: what a closing channel's callbacks
+  // are settled against.
+  static void Written(const FunctionCallbackInfo<Value>& args) {
+    NativeChannel* self = Unwrap(args);
+    CHECK_NOT_NULL(self);
+    args.GetReturnValue().Set(self->TotalWritten());
+  }
+
   // enableOutOfLine(): the peer said it takes segments; large views may go
   // out of line from now on. (Until then everything goes inline, so a peer
   // without shared-memory support, such as one on the JS fallback, is never
@@ -1774,6 +1783,7 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   SetMethod(isolate, ch, external, "stageFrames", NativeChannel::StageFrames);
   SetMethod(isolate, ch, external, "writeStaged", NativeChannel::WriteStaged);
   SetMethod(isolate, ch, external, "flush", NativeChannel::Flush);
+  SetMethod(isolate, ch, external, "written", NativeChannel::Written);
   SetMethod(isolate, ch, external, "enableOutOfLine", NativeChannel::EnableOutOfLine);
   SetMethod(isolate, ch, external, "enableSegmentPool", NativeChannel::EnableSegmentPool);
   SetMethod(isolate, ch, external, "acceptSegmentPool", NativeChannel::AcceptSegmentPool);
