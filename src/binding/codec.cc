@@ -468,7 +468,19 @@ bool FinishTransfers(AddonData* data, Local<Context> context, OutOfLine* ool) {
     }
     store.reset();
     if (ool->enabled && i < ool->fds.size()) {
-      const int r = SealTransferred(ool->fds[i], ool->strict_transfer);
+      int r = SealTransferred(ool->fds[i], ool->strict_transfer);
+      if (r == -EBUSY && ool->strict_transfer) {
+        // No mapping is left, but the kernel may still hold a reference to
+        // a page for a moment (a page another CPU has not yet put on its LRU
+        // list, a migration): the bytes go in a sealed copy instead, which
+        // costs one copy and keeps the guarantee.
+        const int copy = SealedCopyOfSegment(ool->fds[i]);
+        if (copy >= 0) {
+          CloseFd(ool->fds[i]);
+          ool->fds[i] = copy;
+          r = 0;
+        }
+      }
       // EPERM: already sealed (a copy made above). EBUSY: the memory is still
       // mapped writable elsewhere (another holder of the backing store).
       if (r < 0 && r != -EPERM) {

@@ -90,6 +90,20 @@ int CreateSealedCopy(const uint8_t* data, size_t size) {
   return fd;
 }
 
+int SealedCopyOfSegment(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) < 0) return -errno;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) return CreateSealedCopy(nullptr, 0);
+  // Read-only: a shared mapping without write access does not stand in the
+  // way of sealing, and this side never writes the original again.
+  void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return -errno;
+  const int copy = CreateSealedCopy(static_cast<const uint8_t*>(p), size);
+  munmap(p, size);
+  return copy;
+}
+
 int SealSegment(int fd) {
   if (fcntl(fd, F_ADD_SEALS, RequiredSeals()) < 0) return -errno;
   return 0;

@@ -53,6 +53,12 @@ int VerifySegment(int fd, size_t* size, bool accept_future_write = false);
 // Returns 0 or -errno (-EPERM: already sealed, -EBUSY: still mapped, strict).
 int SealTransferred(int fd, bool strict);
 
+// A new memfd holding a copy of segment fd's bytes, sealed as
+// CreateSealedCopy's: for a transfer whose strict seal the kernel refused
+// (-EBUSY) although no mapping is left, because it still holds a reference
+// to one of the pages for a moment. Returns the fd or -errno.
+int SealedCopyOfSegment(int fd);
+
 // Maps a segment: shared read-write (for segments being filled) or private
 // copy-on-write (for received, sealed segments). Returns nullptr on failure
 // with *error = errno. A zero size maps nothing and returns a non-null dummy.

@@ -119,6 +119,38 @@ TEST(SegmentPool, AcquireCopyFillsNewAndReusedSegments) {
   EXPECT_EQ(pool.in_flight(), 2u);
 }
 
+TEST(SealedCopyOfSegment, CopiesTheBytesIntoASegmentAReceiverAccepts) {
+  // A transferred segment whose strict seal the kernel refused: its bytes
+  // go into a sealed copy, which a receiver verifies as any sealed segment.
+  const size_t size = 3 * 4096 + 17;
+  const int fd = CreateSegment(size);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> bytes(size);
+  for (size_t i = 0; i < size; i++) bytes[i] = static_cast<uint8_t>(i * 13 + 5);
+  ASSERT_EQ(pwrite(fd, bytes.data(), size, 0), static_cast<ssize_t>(size));
+  const int copy = SealedCopyOfSegment(fd);
+  ASSERT_GE(copy, 0);
+  size_t verified = 0;
+  EXPECT_EQ(VerifySegment(copy, &verified), 0);
+  EXPECT_EQ(verified, size);
+  std::vector<uint8_t> back(size);
+  ASSERT_EQ(pread(copy, back.data(), size, 0), static_cast<ssize_t>(size));
+  EXPECT_EQ(back, bytes);
+  // The original is left as it was: still writable, not sealed.
+  EXPECT_EQ(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE, 0);
+  close(copy);
+  close(fd);
+  // An empty segment gives an empty sealed copy.
+  const int empty = CreateSegment(0);
+  ASSERT_GE(empty, 0);
+  const int empty_copy = SealedCopyOfSegment(empty);
+  ASSERT_GE(empty_copy, 0);
+  EXPECT_EQ(VerifySegment(empty_copy, &verified), 0);
+  EXPECT_EQ(verified, 0u);
+  close(empty_copy);
+  close(empty);
+}
+
 TEST(SegmentPool, SegmentSizeIsSealedButBytesAreWritable) {
   SegmentPool pool;
   PooledSegment s;
