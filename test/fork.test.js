@@ -530,6 +530,21 @@ test('a NODE_HANDLE message that arrives without its descriptor is answered with
   assert.deepStrictEqual(messages, [[{ after: true }, undefined]]);
 });
 
+// A TCP connection on loopback, closed when test `t` ends: the accepted
+// end (`socket`, to send as a handle) and the connecting end (`remote`).
+async function loopbackConnection(t) {
+  const tcpServer = net.createServer();
+  t.after(() => tcpServer.close());
+  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  return async () => {
+    const accepted = once(tcpServer, 'connection');
+    const remote = net.connect(tcpServer.address().port, '127.0.0.1');
+    t.after(() => remote.destroy());
+    const [socket] = await accepted;
+    return { socket, remote };
+  };
+}
+
 test('a socket sent on a channel that has closed is let go of: the callback gets the error and the connection ends', { timeout: 30_000 }, async (t) => {
   const name = `fork-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(name);
@@ -537,13 +552,7 @@ test('a socket sent on a channel that has closed is let go of: the callback gets
   await server.ready;
   const client = await procwire.connect(name);
   client.on('error', () => {});
-  const tcpServer = net.createServer();
-  t.after(() => tcpServer.close());
-  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
-  const accepted = once(tcpServer, 'connection');
-  const remote = net.connect(tcpServer.address().port, '127.0.0.1');
-  t.after(() => remote.destroy());
-  const [socket] = await accepted;
+  const { socket, remote } = await (await loopbackConnection(t))();
   const remoteEnded = once(remote, 'end');
   client.destroy();
   const sendError = new Promise((resolve) => client.send({ here: 'a socket' }, socket, resolve));
@@ -560,9 +569,7 @@ test('a getter that destroys the channel while its message is encoded: the callb
   const server = procwire.listen(name);
   t.after(() => server.close());
   await server.ready;
-  const tcpServer = net.createServer();
-  t.after(() => tcpServer.close());
-  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
+  const connect = await loopbackConnection(t);
   for (const withSocket of [false, true]) {
     const client = await procwire.connect(name);
     client.on('error', () => {});
@@ -572,10 +579,7 @@ test('a getter that destroys the channel while its message is encoded: the callb
       assert.strictEqual((await withTimeout(sent, 'the send callback')).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
       continue;
     }
-    const accepted = once(tcpServer, 'connection');
-    const remote = net.connect(tcpServer.address().port, '127.0.0.1');
-    t.after(() => remote.destroy());
-    const [socket] = await accepted;
+    const { socket, remote } = await connect();
     const remoteEnded = once(remote, 'end');
     const sent = new Promise((resolve) => client.send(destroying, socket, resolve));
     assert.strictEqual((await withTimeout(sent, 'the send callback')).code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
@@ -586,13 +590,7 @@ test('a getter that destroys the channel while its message is encoded: the callb
 test('child.channel.send(message, socket) on a procwire child: later sends on either surface follow the ACK', { timeout: 30_000 }, async (t) => {
   const child = procwire.fork(FIXTURE, [], { child: 'procwire', serialization: 'advanced' });
   t.after(() => stop(child));
-  const tcpServer = net.createServer();
-  t.after(() => tcpServer.close());
-  await new Promise((resolve) => tcpServer.listen(0, '127.0.0.1', resolve));
-  const accepted = once(tcpServer, 'connection');
-  const remote = net.connect(tcpServer.address().port, '127.0.0.1');
-  t.after(() => remote.destroy());
-  const [socket] = await accepted;
+  const { socket } = await (await loopbackConnection(t))();
   const replies = [];
   const four = new Promise((resolve) => child.on('message', (m) => { replies.push(m); if (replies.length === 4) resolve(); }));
   const callbacks = [];
