@@ -375,12 +375,7 @@ class Channel extends EventEmitter {
   _sendNow(message, options, callback) {
     validateMessage(message);
     if (this._ringsPending && this._ringsMayStart()) this._startRings();
-    if (this._state !== 'open' && this._state !== 'connecting') {
-      const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
-      if (callback) process.nextTick(callback, err);
-      else process.nextTick(() => this._emitError(err));
-      return false;
-    }
+    if (this._state !== 'open' && this._state !== 'connecting') return this._refuseSend(callback, true);
     const transfer = options && options.transfer !== undefined ? transferList(options.transfer) : undefined;
     if (transfer !== undefined) {
       // Refused before anything is detached: the encoder detaches while
@@ -399,7 +394,9 @@ class Channel extends EventEmitter {
       this._unstage();
       this._pushed = this._encodingWrite('write', message, transfer);
     }
-    if (this._closedWhileEncoding(callback)) return false;
+    // A getter of the message destroyed the channel (its pending callbacks
+    // are settled already).
+    if (this._state === 'closed') return this._refuseSend(callback, true);
     if (callback) this._callbacks.push([this._pushed, callback]);
     this._scheduleFlush();
     const queued = this.writableLength;
@@ -419,13 +416,9 @@ class Channel extends EventEmitter {
   // Handle passing: writes `message` (a NODE_HANDLE wrapper) as one frame
   // with a copy of `fd` riding on its first byte, as Node's IPC does.
   _sendWithDescriptor(message, fd, callback) {
-    if (this._state !== 'open' && this._state !== 'connecting') {
-      const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
-      if (callback) process.nextTick(callback, err);
-      return false;
-    }
+    if (this._state !== 'open' && this._state !== 'connecting') return this._refuseSend(callback, false);
     const bytes = codec[this.serialization].encode(message);
-    if (this._closedWhileEncoding(callback)) return false;
+    if (this._state === 'closed') return this._refuseSend(callback, false);  // as in _sendNow
     this._unstage();
     this._pushed = this._handle.writeBuffer(bytes, [fd]);
     if (callback) this._callbacks.push([this._pushed, callback]);
@@ -433,15 +426,13 @@ class Channel extends EventEmitter {
     return !this._overHighWaterMark();
   }
 
-  // Whether a getter of the message being sent destroyed the channel (its
-  // pending callbacks have been called already): the message's callback then
-  // gets the error as any send's after the close does.
-  _closedWhileEncoding(callback) {
-    if (this._state !== 'closed') return false;
+  // A send the channel can no longer take -> false: its callback gets the
+  // close error on a later tick, or else (emit) 'error' does.
+  _refuseSend(callback, emit) {
     const err = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed');
     if (callback) process.nextTick(callback, err);
-    else process.nextTick(() => this._emitError(err));
-    return true;
+    else if (emit) process.nextTick(() => this._emitError(err));
+    return false;
   }
 
   // NODE_HANDLE_ACK / NACK: not the user's messages, so never an error of
