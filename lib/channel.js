@@ -94,19 +94,21 @@ function flushTick(channel) {
   channel._flush();
 }
 
-// Channels whose sends of this tick wait for flushTick. Node's pipe writes
-// as soon as send() is called, so a message sent just before process.exit()
-// reaches the peer; procwire gathers a tick's sends into one write on the
-// next tick, which exit() never reaches. One 'exit' listener for all
-// channels (not one each: a parent may hold hundreds) writes them out then.
-const flushPending = new Set();
+// Open channels that have sent: those whose sends of this tick wait for
+// flushTick are written out at exit. Node's pipe writes as soon as send()
+// is called, so a message sent just before process.exit() reaches the peer;
+// procwire gathers a tick's sends into one write on the next tick, which
+// exit() never reaches. One 'exit' listener for all channels (not one each:
+// a parent may hold hundreds) writes them out then. A channel joins at its
+// first send and leaves when it closes, not at every flush (adding and
+// removing it once per tick cost more than the flush's own bookkeeping).
+const sendingChannels = new Set();
 let exitListening = false;
 
 function flushAtExit() {
-  for (const channel of flushPending) {
+  for (const channel of sendingChannels) {
     if (channel._flushScheduled) channel._flush();
   }
-  flushPending.clear();
 }
 
 class Channel extends EventEmitter {
@@ -138,6 +140,7 @@ class Channel extends EventEmitter {
     this._written = 0;
     this._callbacks = [];        // [byteOffset, callback] in write order
     this._flushScheduled = false;
+    this._sendingListed = false;  // in sendingChannels (see there)
     this._needDrain = false;
     this._state = options.connecting ? 'connecting' : 'open';
     this._closeReason = null;
@@ -288,6 +291,7 @@ class Channel extends EventEmitter {
     this._takesHandles = typeof options.createHandle !== 'function' &&
       (this.transport === 'fork' || this.transport === 'unix') && typeof this._handle.acceptHandles === 'function';
     this._handleHook = null;
+    this._consumer = null;
     this._handles = null;
     if (this._takesHandles) {
       this._handle.acceptHandles();
@@ -472,12 +476,12 @@ class Channel extends EventEmitter {
       this.emit('internalMessage', message, handle);
       return;
     }
-    if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
+    if (this._backlog.length > 0 || !this._hasMessageTaker()) {
       this._backlog.push(new WithHandle(message, handle));
       this._backlogSizes.push(0);
       return;
     }
-    this.emit('message', message, handle);
+    this._emitMessage(message, handle);
   }
 
   // Writes pre-built frames as they are, optionally with descriptors (tests
@@ -639,7 +643,7 @@ class Channel extends EventEmitter {
     // alive only while someone listens, a responder is registered, or a
     // request is in flight.
     else {
-      want = this.listenerCount('message') > 0 || this.listenerCount('disconnect') > 0 ||
+      want = this._hasMessageTaker() || this.listenerCount('disconnect') > 0 ||
         this._responder !== null || this._requests.size > 0;
     }
     if (want === this._refed) return;
@@ -650,10 +654,13 @@ class Channel extends EventEmitter {
   _scheduleFlush() {
     if (this._flushScheduled) return;
     this._flushScheduled = true;
-    flushPending.add(this);
-    if (!exitListening) {
-      exitListening = true;
-      process.once('exit', flushAtExit);
+    if (!this._sendingListed) {
+      this._sendingListed = true;
+      sendingChannels.add(this);
+      if (!exitListening) {
+        exitListening = true;
+        process.once('exit', flushAtExit);
+      }
     }
     // Everything sent in this tick goes out in one gathered write.
     process.nextTick(flushTick, this);
@@ -661,7 +668,6 @@ class Channel extends EventEmitter {
 
   _flush() {
     this._flushScheduled = false;
-    flushPending.delete(this);
     if (this._state === 'closed') return;
     this._unstage();
     if (this._state === 'closed') return;
@@ -774,7 +780,7 @@ class Channel extends EventEmitter {
       this._onInternal(message, fd);
       return;
     }
-    if (this._backlog.length > 0 || this.listenerCount('message') === 0) {
+    if (this._backlog.length > 0 || !this._hasMessageTaker()) {
       this._backlog.push(message);
       this._backlogSizes.push(bytes);
       this._backlogBytes += bytes;
@@ -785,15 +791,41 @@ class Channel extends EventEmitter {
       }
       return;
     }
-    this.emit('message', message);
+    this._emitMessage(message, undefined);
+  }
+
+  // Whether a user message has somewhere to go now: a 'message' listener,
+  // or the consumer of the surface built on this channel.
+  _hasMessageTaker() {
+    return this._consumer !== null || this.listenerCount('message') > 0;
+  }
+
+  // One user message to the consumer (if any), then to 'message' listeners.
+  // The ChildProcess surface is the consumer: it takes every message as a
+  // plain call, without EventEmitter's emit and its argument array.
+  _emitMessage(message, handle) {
+    if (this._consumer !== null) this._consumer(message, handle);
+    if (this.listenerCount('message') > 0) {
+      if (handle === undefined) this.emit('message', message);
+      else this.emit('message', message, handle);
+    }
+  }
+
+  // For lib/child-process-ipc.js: `consumer(message, handle)` receives the
+  // channel's user messages from now on, in order, before 'message'
+  // listeners do, and counts as one for the backlog and the ref policy.
+  _setConsumer(consumer) {
+    this._consumer = consumer;
+    if (this._backlog.length > 0) process.nextTick(() => this._drainBacklog());
+    process.nextTick(() => this._applyRefPolicy());
   }
 
   _drainBacklog() {
-    while (this._backlog.length > 0 && this.listenerCount('message') > 0 && this._state !== 'closed') {
+    while (this._backlog.length > 0 && this._hasMessageTaker() && this._state !== 'closed') {
       this._backlogBytes -= this._backlogSizes.shift();
       const item = this._backlog.shift();
-      if (item instanceof WithHandle) this.emit('message', item.message, item.handle);
-      else this.emit('message', item);
+      if (item instanceof WithHandle) this._emitMessage(item.message, item.handle);
+      else this._emitMessage(item, undefined);
     }
     if (this._backlog.length === 0) this._backlogBytes = 0;
     if (this._backlog.length === 0 && this._readPausedByBacklog) {
@@ -1182,6 +1214,10 @@ class Channel extends EventEmitter {
     }
     this._finalStats = this.stats();
     this._state = 'closed';
+    if (this._sendingListed) {
+      this._sendingListed = false;
+      sendingChannels.delete(this);
+    }
     if (this._poolTimer !== null) {
       clearTimeout(this._poolTimer);
       this._poolTimer = null;

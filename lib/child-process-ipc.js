@@ -380,6 +380,9 @@ class HandleProtocol {
 // The options of send(message) without any: Node's defaults, shared and
 // frozen (nothing downstream writes to options).
 const DEFAULT_SEND_OPTIONS = Object.freeze({ swallowErrors: false });
+// Entries (three per message) the surface's inbox keeps its capacity for
+// between batches.
+const INBOX_KEEP = 3 * 1024;
 
 function normalizeSendArgs(handle, options, callback) {
   if (typeof handle === 'function') {
@@ -472,12 +475,24 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   child.connected = true;
 
   const pendingMessages = [];
+  // Whether 'message' has listeners, asked again only after a listener came
+  // or went (and at the start of each batch, should someone have removed
+  // the listeners that tell us): `child` may be `process`, whose properties
+  // V8 keeps in a dictionary, and asking per message measured several
+  // percent of a small message's cost.
+  let messageListened = null;  // null: ask
+  const listenersChanged = () => {
+    messageListened = null;
+  };
   const emitNow = (event, message, handle) => {
-    if (event === 'internalMessage' || child.listenerCount('message') > 0) {
-      child.emit(event, message, handle);
-      return;
+    if (event !== 'internalMessage') {
+      if (messageListened === null) messageListened = child.listenerCount('message') > 0;
+      if (!messageListened) {
+        pendingMessages.push([event, message, handle]);
+        return;
+      }
     }
-    pendingMessages.push([event, message, handle]);
+    child.emit(event, message, handle);
   };
   // Like Node: a message is emitted on a later tick than the read that
   // brought it, in order, and kept until a 'message' listener exists;
@@ -486,23 +501,34 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   // the same order (in both, what a handler queues with nextTick or a
   // promise runs after the messages already read) at a fraction of the
   // cost. `inbox` holds [event, message, handle] triples, flattened.
+  // inbox[0, inboxEnd) is in use; the array keeps its capacity between
+  // batches (cleared, not shortened), so a batch does not grow it again.
   const inbox = [];
   let inboxNext = 0;
+  let inboxEnd = 0;
   const emitInbox = () => {
+    messageListened = null;
     try {
-      while (inboxNext < inbox.length) {
+      while (inboxNext < inboxEnd) {
         const i = inboxNext;
         inboxNext += 3;
-        emitNow(inbox[i], inbox[i + 1], inbox[i + 2]);
+        const event = inbox[i];
+        const message = inbox[i + 1];
+        const handle = inbox[i + 2];
+        inbox[i + 1] = undefined;
+        inbox[i + 2] = undefined;
+        emitNow(event, message, handle);
       }
     } finally {
       // A handler that threw leaves the rest to a later tick, as Node's
       // tick queue keeps the messages queued behind the one that threw.
-      if (inboxNext < inbox.length) {
+      if (inboxNext < inboxEnd) {
         process.nextTick(emitInbox);
       } else {
-        inbox.length = 0;
+        inboxEnd = 0;
         inboxNext = 0;
+        // A burst far larger than usual does not pin its memory.
+        if (inbox.length > INBOX_KEEP) inbox.length = 0;
       }
     }
   };
@@ -511,10 +537,15 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
       discardHandle(handle);
       return;
     }
-    if (inbox.length === 0) process.nextTick(emitInbox);
-    inbox.push(internal ? 'internalMessage' : 'message', message, handle);
+    if (inboxEnd === 0) process.nextTick(emitInbox);
+    inbox[inboxEnd] = internal ? 'internalMessage' : 'message';
+    inbox[inboxEnd + 1] = message;
+    inbox[inboxEnd + 2] = handle;
+    inboxEnd += 3;
   };
+  child.on('removeListener', listenersChanged);
   child.on('newListener', () => {
+    listenersChanged();
     process.nextTick(() => {
       if (!child.channel || child.listenerCount('message') === 0 || pendingMessages.length === 0) return;
       const list = pendingMessages.splice(0);
@@ -535,7 +566,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     handleHook(message, fd);
     deliver(message, undefined, true);
   };
-  channel.on('message', (message) => deliver(message, undefined, false));
+  channel._setConsumer((message) => deliver(message, undefined, false));
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 

@@ -764,6 +764,64 @@ test('a child that sends big messages and then runs out of work exits only after
   for (const [mode, , expected] of cases) assert.deepStrictEqual(node[mode], { count: expected, intact: true, code: 0 });
 });
 
+// Node asks for 'message' listeners per message: the messages after a
+// once() listener that are read with it wait for the next listener, in
+// order, on either side. procwire remembers the answer between listener
+// changes, so this fails if a change in the middle of a batch is missed.
+test("a 'message' listener gone in the middle of a batch: the rest wait for the next one, in order, on both sides", { timeout: 60_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-listener-gone-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'child.js');
+  fs.writeFileSync(file, [
+    "'use strict';",
+    'const got = [];',
+    "process.once('message', (m) => {",
+    '  got.push(m.i);',
+    '  // The rest of the burst is read by now; a listener comes back later.',
+    "  setTimeout(() => process.on('message', (m) => {",
+    '    got.push(m.i);',
+    '    if (got.length === 8) process.send({ got });',
+    '  }), 50);',
+    '});',
+    "process.send('ready');",
+    '',
+  ].join('\n'));
+  const node = await sideBySide(t, async (variant) => {
+    const child = variant.fork(file, [], {});
+    try {
+      await nextMessage(child, (m) => m === 'ready');
+      // The parent side: the child's burst is read in one go too.
+      for (let i = 0; i < 8; i++) child.send({ i });
+      const { message } = await nextMessage(child, (m) => m && Array.isArray(m.got));
+      return message.got;
+    } finally {
+      await stop(child);
+    }
+  }, PLAIN_CHILD_VARIANTS);
+  assert.deepStrictEqual(node, [0, 1, 2, 3, 4, 5, 6, 7]);
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    try {
+      const got = [];
+      const done = new Promise((resolve) => {
+        child.once('message', (m) => {
+          got.push(m.i);
+          setTimeout(() => child.on('message', (m) => {
+            got.push(m.i);
+            if (got.length === 8) resolve();
+          }), 50);
+        });
+      });
+      child.send({ op: 'many', n: 8 });
+      await withTimeout(done, 'the burst');
+      assert.deepStrictEqual(got, [0, 1, 2, 3, 4, 5, 6, 7], variant.name);
+      return got;
+    } finally {
+      await stop(child);
+    }
+  });
+});
+
 // Node writes a send at once, so what a child sent right before
 // process.exit() reaches the parent; procwire's gathered write must happen
 // before the exit too.

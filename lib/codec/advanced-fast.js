@@ -130,6 +130,10 @@ const SLAB_SIZE = 16 * 1024;
 // left than this is replaced before the next frame.
 const SLAB_FRAME_MAX = 2 * 1024;
 let slab = null;
+// The slab's ArrayBuffer: a frame is made from it with Buffer.from(), which
+// costs less than slab.subarray() (that asks V8's C++ for the buffer and
+// goes through the species constructor for every frame).
+let slabArrayBuffer = null;
 let slabPos = 0;
 // The buffer being written, where the frame in it starts, the next byte.
 let out = scratchBuffer;
@@ -580,13 +584,14 @@ function encodeCopy(value, maxView) {
   // ArrayBuffer, is replaced.
   if (slab === null || slab.length - slabPos < SLAB_FRAME_MAX) {
     slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
+    slabArrayBuffer = slab.buffer;
     slabPos = 0;
   }
   const ok = encodeInto(slab, slabPos, value, maxView);
   if (!ok) return null;
   const length = pos - start;
   if (out === slab && length < SLAB_FRAME_MAX) {
-    const frame = slab.subarray(start, pos);
+    const frame = Buffer.from(slabArrayBuffer, start, pos - start);
     // The next frame starts 8-aligned, so a two-byte string's alignment
     // (which counts from the frame's start) and aligned views stay right.
     slabPos = (pos + 7) & ~7;
