@@ -475,24 +475,22 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   child.connected = true;
 
   const pendingMessages = [];
-  // Whether 'message' has listeners, asked again only after a listener came
-  // or went (and at the start of each batch, should someone have removed
-  // the listeners that tell us): `child` may be `process`, whose properties
-  // V8 keeps in a dictionary, and asking per message measured several
-  // percent of a small message's cost.
+  // Whether 'message' has listeners, asked once per batch and again after
+  // a listener came (`child` may be `process`, whose properties V8 keeps in
+  // a dictionary: asking per message measured several percent of a small
+  // message's cost). A listener that went is seen by emit() itself, which
+  // returns false when it found none: that message is kept, as Node keeps
+  // it when it asks before emitting.
   let messageListened = null;  // null: ask
-  const listenersChanged = () => {
-    messageListened = null;
-  };
   const emitNow = (event, message, handle) => {
-    if (event !== 'internalMessage') {
-      if (messageListened === null) messageListened = child.listenerCount('message') > 0;
-      if (!messageListened) {
-        pendingMessages.push([event, message, handle]);
-        return;
-      }
+    if (event === 'internalMessage') {
+      child.emit(event, message, handle);
+      return;
     }
-    child.emit(event, message, handle);
+    if (messageListened === null) messageListened = child.listenerCount('message') > 0;
+    if (messageListened && child.emit(event, message, handle) !== false) return;
+    messageListened = false;
+    pendingMessages.push([event, message, handle]);
   };
   // Like Node: a message is emitted on a later tick than the read that
   // brought it, in order, and kept until a 'message' listener exists;
@@ -543,9 +541,8 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     inbox[inboxEnd + 2] = handle;
     inboxEnd += 3;
   };
-  child.on('removeListener', listenersChanged);
   child.on('newListener', () => {
-    listenersChanged();
+    messageListened = null;
     process.nextTick(() => {
       if (!child.channel || child.listenerCount('message') === 0 || pendingMessages.length === 0) return;
       const list = pendingMessages.splice(0);
