@@ -70,6 +70,9 @@ constexpr int kMaxRingRecordsPerWake = 4096;
 // The longest one ring wake-up keeps the event loop (delivering and
 // spinning) before the rest of the loop gets its turn.
 constexpr uint64_t kMaxRingPollNs = 1000000;
+// A sched_yield() that took longer than this gave the CPU to another
+// thread: the socket spin stops (see NativeChannel::OnSocketSpin).
+constexpr uint64_t kSpinYieldContendedNs = 20000;
 // Other channels' rings a spinning reader looks at per step (see
 // OtherRingHasRecords).
 constexpr size_t kMaxRingPeersChecked = 64;
@@ -103,6 +106,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
         connecting_(connecting),
         ool_enabled_(ool_threshold >= 0 && format == WireFormat::kAdvanced),
         ool_threshold_(ool_threshold >= 0 ? static_cast<size_t>(ool_threshold) : SIZE_MAX) {
+    data->open_channels++;
     Isolate* isolate = data->isolate;
     on_read_.Reset(isolate, GetFunction(context, callbacks, "onread"));
     on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
@@ -969,6 +973,67 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     }
   }
 
+  // After the socket brought messages, the event loop polls without
+  // sleeping for a moment (an idle handle makes libuv's poll timeout 0), so
+  // that the peer's next write finds this process running. Waking a process
+  // that sleeps costs the writer's CPU several microseconds of kernel time
+  // on a virtual machine; a plain Node child whose every answer woke its
+  // procwire parent spent about a third more system time per message than
+  // with Node's own (busier) parent, and was slower for it. The window
+  // follows the gaps between messages as the rings' does (SpinWindow): a
+  // channel whose messages come further apart than a wake-up takes does not
+  // spin at all, and an idle one uses no CPU. The handle is unref'd (it
+  // never keeps the process alive), and each turn of the spin yields the
+  // CPU to any other runnable thread. Only a thread's single channel spins:
+  // a master with several busy workers (more runnable processes than CPUs)
+  // lost about a tenth of its pairs/s to the time its spin took from them.
+  void StartSocketSpin() {
+    const uint64_t now = MonotonicNs();
+    socket_drained_ns_ = now;
+    socket_spin_window_ns_ = socket_spin_window_.window_ns();
+    if (socket_spin_window_ns_ == 0 || socket_spin_active_ || data_->open_channels != 1) return;
+    if (!socket_spin_inited_) {
+      CHECK_EQ(uv_idle_init(data_->loop, &socket_spin_), 0);
+      AttachUvHandle(reinterpret_cast<uv_handle_t*>(&socket_spin_));
+      uv_unref(reinterpret_cast<uv_handle_t*>(&socket_spin_));
+      socket_spin_inited_ = true;
+    }
+    socket_spin_active_ = true;
+    CHECK_EQ(uv_idle_start(&socket_spin_, OnSocketSpin), 0);
+  }
+
+  // One turn of the event loop while spinning: the loop itself polled the
+  // socket (with a zero timeout) just before.
+  static void OnSocketSpin(uv_idle_t* handle) {
+    NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
+    const uint64_t drained = self->socket_drained_ns_;
+    const uint64_t spun = drained == 0 ? 0 : MonotonicNs() - drained;
+    if (self->closing_ || self->ended_ || !self->reading_ || drained == 0 ||
+        spun > self->socket_spin_window_ns_) {
+      uv_idle_stop(handle);
+      self->socket_spin_active_ = false;
+      if (drained != 0 && !self->closing_) {
+        // Nothing came within the window: a miss, and the sleep that
+        // follows is not a gap the window learns from.
+        self->socket_spin_window_.Missed(spun);
+        self->socket_drained_ns_ = 0;
+      }
+      return;
+    }
+    const uint64_t before = MonotonicNs();
+    sched_yield();
+    if (MonotonicNs() - before > kSpinYieldContendedNs) {
+      // Another thread had this CPU meanwhile: with more runnable threads
+      // than CPUs (a master and its busy workers on two CPUs) a spin takes
+      // time the peers need. It stops, and counts as a long miss, so the
+      // window opens again only after a few quick messages.
+      uv_idle_stop(handle);
+      self->socket_spin_active_ = false;
+      self->socket_spin_window_.Missed(SpinWindow::kIdleNs);
+      self->socket_drained_ns_ = 0;
+    }
+  }
+
   void FinishConnect() {
     const int err = SocketError(fd_);
     connecting_ = false;
@@ -1109,8 +1174,14 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     // still unclaimed was never announced: it is closed now rather than held.
     inbound_.AfterRead(reader_.buffered());
 
+    const bool delivered = !messages.empty();
+    if (delivered && socket_drained_ns_ != 0) {
+      socket_spin_window_.Arrived(MonotonicNs() - socket_drained_ns_);
+      socket_drained_ns_ = 0;
+    }
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
+    if (delivered && open && !ring_poll_started_) StartSocketSpin();
     // Our ring's set-up, queued in answer to the peer's, goes out now.
     if (ring_setup_unflushed_ && open && !ended_) {
       ring_setup_unflushed_ = false;
@@ -1660,8 +1731,13 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     // No more returns: the pool's async handle closes, and the mappings
     // stay only as long as received Buffers use them.
     if (received_pool_ != nullptr) received_pool_->Close();
+    data_->open_channels--;
     uv_poll_stop(&poll_);
     uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnUvHandleClosed);
+    if (socket_spin_inited_) {
+      uv_idle_stop(&socket_spin_);
+      uv_close(reinterpret_cast<uv_handle_t*>(&socket_spin_), OnUvHandleClosed);
+    }
     if (ring_poll_started_) {
       uv_poll_stop(&ring_poll_);
       uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnUvHandleClosed);
@@ -1713,6 +1789,16 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   double ring_user_bytes_ = 0;
   uv_poll_t ring_poll_;
   bool ring_poll_started_ = false;
+  // Keeps the event loop polling without sleeping for a moment after the
+  // socket brought messages (see StartSocketSpin).
+  uv_idle_t socket_spin_;
+  bool socket_spin_inited_ = false;
+  bool socket_spin_active_ = false;
+  // When the socket was last found drained (0: not since the last gap was
+  // counted), and the spin's window, learnt from the gaps after it.
+  uint64_t socket_drained_ns_ = 0;
+  uint64_t socket_spin_window_ns_ = 0;
+  SpinWindow socket_spin_window_;
   ReadBlock* block_ = nullptr;
   uv_poll_t poll_;
   int poll_events_ = 0;
