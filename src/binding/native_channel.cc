@@ -73,6 +73,13 @@ constexpr uint64_t kMaxRingPollNs = 1000000;
 // A sched_yield() that took longer than this gave the CPU to another
 // thread: the socket spin stops (see NativeChannel::OnSocketSpin).
 constexpr uint64_t kSpinYieldContendedNs = 20000;
+// The socket spin (NativeChannel::StartSocketSpin): a spin lasts at most
+// kSocketSpinNs; every read is followed by one while at least half of the
+// recent spins caught a message (kSocketSpinHitsToSpin, in 1/256ths), and
+// one read in kSocketSpinProbeEvery otherwise.
+constexpr uint64_t kSocketSpinNs = 30000;
+constexpr int kSocketSpinHitsToSpin = 128;
+constexpr int kSocketSpinProbeEvery = 32;
 // Other channels' rings a spinning reader looks at per step (see
 // OtherRingHasRecords).
 constexpr size_t kMaxRingPeersChecked = 64;
@@ -979,19 +986,36 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   // that sleeps costs the writer's CPU several microseconds of kernel time
   // on a virtual machine; a plain Node child whose every answer woke its
   // procwire parent spent about a third more system time per message than
-  // with Node's own (busier) parent, and was slower for it. The window
-  // follows the gaps between messages as the rings' does (SpinWindow): a
-  // channel whose messages come further apart than a wake-up takes does not
-  // spin at all, and an idle one uses no CPU. The handle is unref'd (it
-  // never keeps the process alive), and each turn of the spin yields the
-  // CPU to any other runnable thread. Only a thread's single channel spins:
-  // a master with several busy workers (more runnable processes than CPUs)
+  // with Node's own (busier) parent, and was slower for it.
+  //
+  // The spin pays only while the next message usually comes within a
+  // short window: each spin (up to kSocketSpinNs) either catches a message
+  // or misses, and a running hit rate decides. While it is at least a half,
+  // every read is followed by a spin; below that, one read in
+  // kSocketSpinProbeEvery is (a probe), so a stream that speeds up is
+  // noticed, and messages 100 µs apart cost one missed probe per 32
+  // messages rather than a spin after each. An idle channel never spins.
+  // The handle is unref'd (it never keeps the process alive), and each turn
+  // yields the CPU to any other runnable thread; a yield that gave the CPU
+  // away ends the spin as a miss. Only a thread's single channel spins: a
+  // master with several busy workers (more runnable processes than CPUs)
   // lost about a tenth of its pairs/s to the time its spin took from them.
   void StartSocketSpin() {
-    const uint64_t now = MonotonicNs();
-    socket_drained_ns_ = now;
-    socket_spin_window_ns_ = socket_spin_window_.window_ns();
-    if (socket_spin_window_ns_ == 0 || socket_spin_active_ || data_->open_channels != 1) return;
+    socket_drained_ns_ = MonotonicNs();
+    bool spin = false;
+    if (data_->open_channels == 1) {
+      if (socket_spin_hits_ >= kSocketSpinHitsToSpin) {
+        spin = true;
+      } else if (--socket_spin_probe_in_ == 0) {
+        spin = true;
+        socket_spin_probe_in_ = kSocketSpinProbeEvery;
+      }
+    }
+    if (!spin) {
+      if (socket_spin_active_) StopSocketSpin();
+      return;
+    }
+    if (socket_spin_active_) return;
     if (!socket_spin_inited_) {
       CHECK_EQ(uv_idle_init(data_->loop, &socket_spin_), 0);
       AttachUvHandle(reinterpret_cast<uv_handle_t*>(&socket_spin_));
@@ -1002,35 +1026,38 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     CHECK_EQ(uv_idle_start(&socket_spin_, OnSocketSpin), 0);
   }
 
+  // The hit rate, a running average in 1/256ths: a quarter of it is the
+  // latest spin's outcome.
+  void SocketSpinOutcome(bool hit) { socket_spin_hits_ = (3 * socket_spin_hits_ + (hit ? 256 : 0)) / 4; }
+
+  void StopSocketSpin() {
+    uv_idle_stop(&socket_spin_);
+    socket_spin_active_ = false;
+  }
+
   // One turn of the event loop while spinning: the loop itself polled the
   // socket (with a zero timeout) just before.
   static void OnSocketSpin(uv_idle_t* handle) {
     NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
-    const uint64_t drained = self->socket_drained_ns_;
-    const uint64_t spun = drained == 0 ? 0 : MonotonicNs() - drained;
-    if (self->closing_ || self->ended_ || !self->reading_ || drained == 0 ||
-        spun > self->socket_spin_window_ns_) {
-      uv_idle_stop(handle);
-      self->socket_spin_active_ = false;
-      if (drained != 0 && !self->closing_) {
-        // Nothing came within the window: a miss, and the sleep that
-        // follows is not a gap the window learns from.
-        self->socket_spin_window_.Missed(spun);
-        self->socket_drained_ns_ = 0;
-      }
+    if (self->closing_ || self->ended_ || !self->reading_) {
+      self->StopSocketSpin();
+      return;
+    }
+    if (MonotonicNs() - self->socket_drained_ns_ > kSocketSpinNs) {
+      // Nothing came within the window.
+      self->StopSocketSpin();
+      self->SocketSpinOutcome(false);
       return;
     }
     const uint64_t before = MonotonicNs();
     sched_yield();
     if (MonotonicNs() - before > kSpinYieldContendedNs) {
       // Another thread had this CPU meanwhile: with more runnable threads
-      // than CPUs (a master and its busy workers on two CPUs) a spin takes
-      // time the peers need. It stops, and counts as a long miss, so the
-      // window opens again only after a few quick messages.
-      uv_idle_stop(handle);
-      self->socket_spin_active_ = false;
-      self->socket_spin_window_.Missed(SpinWindow::kIdleNs);
-      self->socket_drained_ns_ = 0;
+      // than CPUs a spin takes time the others need. It stops, as a miss
+      // (a virtual CPU that was briefly descheduled looks the same, so one
+      // such yield must not shut the window for long).
+      self->StopSocketSpin();
+      self->SocketSpinOutcome(false);
     }
   }
 
@@ -1175,10 +1202,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     inbound_.AfterRead(reader_.buffered());
 
     const bool delivered = !messages.empty();
-    if (delivered && socket_drained_ns_ != 0) {
-      socket_spin_window_.Arrived(MonotonicNs() - socket_drained_ns_);
-      socket_drained_ns_ = 0;
-    }
+    // Messages that came while spinning: a hit.
+    if (delivered && socket_spin_active_) SocketSpinOutcome(true);
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
     if (delivered && open && !ring_poll_started_) StartSocketSpin();
@@ -1794,11 +1819,11 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   uv_idle_t socket_spin_;
   bool socket_spin_inited_ = false;
   bool socket_spin_active_ = false;
-  // When the socket was last found drained (0: not since the last gap was
-  // counted), and the spin's window, learnt from the gaps after it.
+  // When the socket was last drained, the spins' hit rate (in 1/256ths),
+  // and the reads left until the next probe.
   uint64_t socket_drained_ns_ = 0;
-  uint64_t socket_spin_window_ns_ = 0;
-  SpinWindow socket_spin_window_;
+  int socket_spin_hits_ = 0;
+  int socket_spin_probe_in_ = kSocketSpinProbeEvery;
   ReadBlock* block_ = nullptr;
   uv_poll_t poll_;
   int poll_events_ = 0;
