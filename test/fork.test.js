@@ -128,6 +128,16 @@ function readAll(socket) {
   }), 'socket data');
 }
 
+// A script for a child, written to a temporary directory that is removed
+// after the test: `lines` joined by newlines.
+function childScript(t, prefix, name, lines) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, lines.join('\n'));
+  return file;
+}
+
 // Node emits every message on a tick of its own; a listener that throws
 // leaves the messages read with it to be emitted after 'uncaughtException',
 // none lost or reordered.
@@ -720,10 +730,7 @@ test('procwire.cluster after cluster was loaded is a coded error', () => {
 // its messages half out. The messages here are big enough not to fit the
 // socket's buffer in one write, inline (json) and in segments (advanced).
 test('a child that sends big messages and then runs out of work exits only after they are out', { timeout: 60_000 }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-send-exit-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'sender.js');
-  fs.writeFileSync(file, [
+  const file = childScript(t, 'procwire-send-exit-', 'sender.js', [
     "'use strict';",
     "if (process.argv[2] === 'json') {",
     "  for (let i = 0; i < 3; i++) process.send(String(i).repeat(300000));",
@@ -737,7 +744,7 @@ test('a child that sends big messages and then runs out of work exits only after
     "  (function next() { if (left-- > 0) process.send(payload, next); else process.exit(0); })();",
     "}",
     '',
-  ].join('\n'));
+  ]);
   const cases = [['json', 'json', 3], ['advanced', 'advanced', 3], ['callbacks', 'advanced', 6]];
   const node = await sideBySide(t, async (variant) => {
     const seen = {};
@@ -769,10 +776,7 @@ test('a child that sends big messages and then runs out of work exits only after
 // order, on either side. procwire remembers the answer between listener
 // changes, so this fails if a change in the middle of a batch is missed.
 test("a 'message' listener gone in the middle of a batch: the rest wait for the next one, in order, on both sides", { timeout: 60_000 }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-listener-gone-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'child.js');
-  fs.writeFileSync(file, [
+  const file = childScript(t, 'procwire-listener-gone-', 'child.js', [
     "'use strict';",
     'const got = [];',
     "process.once('message', (m) => {",
@@ -785,7 +789,7 @@ test("a 'message' listener gone in the middle of a batch: the rest wait for the 
     '});',
     "process.send('ready');",
     '',
-  ].join('\n'));
+  ]);
   const node = await sideBySide(t, async (variant) => {
     const child = variant.fork(file, [], {});
     try {
@@ -826,17 +830,14 @@ test("a 'message' listener gone in the middle of a batch: the rest wait for the 
 // process.exit() reaches the parent; procwire's gathered write must happen
 // before the exit too.
 test('messages sent right before process.exit() reach the parent', { timeout: 30_000 }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-exit-send-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'exiter.js');
-  fs.writeFileSync(file, [
+  const file = childScript(t, 'procwire-exit-send-', 'exiter.js', [
     "'use strict';",
     "process.send({ cmd: 'plain' });",
     "process.send({ cmd: 'NODE_internal' });",
     "process.send('last');",
     'process.exit(0);',
     '',
-  ].join('\n'));
+  ]);
   const node = await sideBySide(t, async (variant) => {
     const seen = {};
     for (const serialization of ['json', 'advanced']) {
@@ -864,16 +865,13 @@ test('messages sent right before process.exit() reach the parent', { timeout: 30
 // announces its capabilities at start); what the parent sent before it
 // disconnected must still be delivered, as Node delivers it.
 test('a message sent right before disconnect() reaches the child', { timeout: 30_000 }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-send-disconnect-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'receiver.js');
-  fs.writeFileSync(file, [
+  const file = childScript(t, 'procwire-send-disconnect-', 'receiver.js', [
     "'use strict';",
     'const got = [];',
     "process.on('message', (m) => got.push(m));",
     "process.on('disconnect', () => process.stdout.write(JSON.stringify(got)));",
     '',
-  ].join('\n'));
+  ]);
   const node = await sideBySide(t, async (variant) => {
     const seen = {};
     for (const serialization of ['json', 'advanced']) {
