@@ -826,6 +826,30 @@ test("a 'message' listener gone in the middle of a batch: the rest wait for the 
   });
 });
 
+// After a read, a socket channel may keep its event loop polling for a
+// moment (so the child's next answer does not have to wake this process);
+// once the answers stop, so must the polling.
+test('a parent that spun while a plain child answered uses no CPU once the answers stop', { timeout: 60_000 }, async (t) => {
+  const child = procwire.fork(FIXTURE, [], { child: 'node' });
+  t.after(() => stop(child));
+  await withTimeout(new Promise((resolve) => {
+    let got = 0;
+    child.on('message', (m) => {
+      if (!m || m.echo === undefined) return;
+      if (++got === 3000) resolve();
+      else if (got <= 3000 - 16) child.send({ op: 'echo', value: got });
+    });
+    for (let i = 0; i < 16; i++) child.send({ op: 'echo', value: i });
+  }), 'the echoes');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const before = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const used = process.cpuUsage(before);
+  const ms = (used.user + used.system) / 1000;
+  t.diagnostic(`idle 2 s after 3000 echoes: parent ${ms.toFixed(1)} ms of CPU`);
+  assert.ok(ms < 150, `the parent used ${ms.toFixed(1)} ms of CPU in 2 s without messages`);
+});
+
 // Node writes a send at once, so what a child sent right before
 // process.exit() reaches the parent; procwire's gathered write must happen
 // before the exit too.

@@ -73,13 +73,9 @@ constexpr uint64_t kMaxRingPollNs = 1000000;
 // A sched_yield() that took longer than this gave the CPU to another
 // thread: the socket spin stops (see NativeChannel::OnSocketSpin).
 constexpr uint64_t kSpinYieldContendedNs = 20000;
-// The socket spin (NativeChannel::StartSocketSpin): a spin lasts at most
-// kSocketSpinNs; every read is followed by one while at least half of the
-// recent spins caught a message (kSocketSpinHitsToSpin, in 1/256ths), and
-// one read in kSocketSpinProbeEvery otherwise.
+// The longest socket spin (NativeChannel::StartSocketSpin); when to spin is
+// SpinHitRate's to say.
 constexpr uint64_t kSocketSpinNs = 30000;
-constexpr int kSocketSpinHitsToSpin = 128;
-constexpr int kSocketSpinProbeEvery = 32;
 // Other channels' rings a spinning reader looks at per step (see
 // OtherRingHasRecords).
 constexpr size_t kMaxRingPeersChecked = 64;
@@ -990,11 +986,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   //
   // The spin pays only while the next message usually comes within a
   // short window: each spin (up to kSocketSpinNs) either catches a message
-  // or misses, and a running hit rate decides. While it is at least a half,
-  // every read is followed by a spin; below that, one read in
-  // kSocketSpinProbeEvery is (a probe), so a stream that speeds up is
-  // noticed, and messages 100 µs apart cost one missed probe per 32
-  // messages rather than a spin after each. An idle channel never spins.
+  // or misses, and the running hit rate (SpinHitRate, src/core/ring.h)
+  // decides, so messages 100 µs apart cost one missed probe per 32 messages
+  // rather than a spin after each. An idle channel never spins.
   // The handle is unref'd (it never keeps the process alive), and each turn
   // yields the CPU to any other runnable thread; a yield that gave the CPU
   // away ends the spin as a miss. Only a thread's single channel spins: a
@@ -1002,16 +996,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   // lost about a tenth of its pairs/s to the time its spin took from them.
   void StartSocketSpin() {
     socket_drained_ns_ = MonotonicNs();
-    bool spin = false;
-    if (data_->open_channels == 1) {
-      if (socket_spin_hits_ >= kSocketSpinHitsToSpin) {
-        spin = true;
-      } else if (--socket_spin_probe_in_ == 0) {
-        spin = true;
-        socket_spin_probe_in_ = kSocketSpinProbeEvery;
-      }
-    }
-    if (!spin) {
+    if (data_->open_channels != 1 || !socket_spin_rate_.ShouldSpin()) {
       if (socket_spin_active_) StopSocketSpin();
       return;
     }
@@ -1025,10 +1010,6 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     socket_spin_active_ = true;
     CHECK_EQ(uv_idle_start(&socket_spin_, OnSocketSpin), 0);
   }
-
-  // The hit rate, a running average in 1/256ths: a quarter of it is the
-  // latest spin's outcome.
-  void SocketSpinOutcome(bool hit) { socket_spin_hits_ = (3 * socket_spin_hits_ + (hit ? 256 : 0)) / 4; }
 
   void StopSocketSpin() {
     uv_idle_stop(&socket_spin_);
@@ -1046,7 +1027,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     if (MonotonicNs() - self->socket_drained_ns_ > kSocketSpinNs) {
       // Nothing came within the window.
       self->StopSocketSpin();
-      self->SocketSpinOutcome(false);
+      self->socket_spin_rate_.Missed();
       return;
     }
     const uint64_t before = MonotonicNs();
@@ -1057,7 +1038,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
       // (a virtual CPU that was briefly descheduled looks the same, so one
       // such yield must not shut the window for long).
       self->StopSocketSpin();
-      self->SocketSpinOutcome(false);
+      self->socket_spin_rate_.Missed();
     }
   }
 
@@ -1203,7 +1184,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
 
     const bool delivered = !messages.empty();
     // Messages that came while spinning: a hit.
-    if (delivered && socket_spin_active_) SocketSpinOutcome(true);
+    if (delivered && socket_spin_active_) socket_spin_rate_.Hit();
     EmitBatch(messages, errors, handle_fds);
     if (closing_) return;
     if (delivered && open && !ring_poll_started_) StartSocketSpin();
@@ -1819,11 +1800,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   uv_idle_t socket_spin_;
   bool socket_spin_inited_ = false;
   bool socket_spin_active_ = false;
-  // When the socket was last drained, the spins' hit rate (in 1/256ths),
-  // and the reads left until the next probe.
+  // When the socket was last drained, and whether to spin after a read.
   uint64_t socket_drained_ns_ = 0;
-  int socket_spin_hits_ = 0;
-  int socket_spin_probe_in_ = kSocketSpinProbeEvery;
+  SpinHitRate socket_spin_rate_;
   ReadBlock* block_ = nullptr;
   uv_poll_t poll_;
   int poll_events_ = 0;

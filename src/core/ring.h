@@ -350,6 +350,38 @@ class SpinWindow {
   uint64_t average_ns_ = kIdleNs;
 };
 
+// Whether a reader that just drained a socket should spin briefly before
+// sleeping, decided by how often its recent spins caught the next message
+// (a gap average cannot be learnt on a socket without the scheduler's
+// wake-up latency in it). While at least half of them did, every read is
+// followed by a spin; below that, one read in kProbeEvery is (a probe), so
+// a stream that speeds up is noticed and a slow one costs one missed probe
+// per kProbeEvery reads. It starts with probes only.
+class SpinHitRate {
+ public:
+  static constexpr int kProbeEvery = 32;
+  // The hit rate is a running average in 1/256ths; a quarter of it is the
+  // latest outcome.
+  static constexpr int kFull = 256;
+  static constexpr int kToSpin = kFull / 2;
+
+  // Called after each read that brought data: whether to spin now.
+  bool ShouldSpin() {
+    if (hits_ >= kToSpin) return true;
+    if (--probe_in_ > 0) return false;
+    probe_in_ = kProbeEvery;
+    return true;
+  }
+  // The spin caught data (Hit) or ended without (Missed).
+  void Hit() { hits_ = (3 * hits_ + kFull) / 4; }
+  void Missed() { hits_ = (3 * hits_) / 4; }
+  int hits() const { return hits_; }
+
+ private:
+  int hits_ = 0;
+  int probe_in_ = kProbeEvery;
+};
+
 // CLOCK_MONOTONIC in nanoseconds (a vDSO call, no system call).
 uint64_t MonotonicNs();
 

@@ -519,6 +519,41 @@ TEST(SpinWindow, StartsIdleAndFollowsTheGaps) {
   EXPECT_LE(s.average_ns(), SpinWindow::kIdleNs);
 }
 
+TEST(SpinHitRate, ProbesUntilSpinsCatchDataAndStopsAfterMisses) {
+  SpinHitRate r;
+  // Nothing caught yet: one read in kProbeEvery spins.
+  int spins = 0;
+  for (int i = 0; i < 10 * SpinHitRate::kProbeEvery; i++) spins += r.ShouldSpin() ? 1 : 0;
+  EXPECT_EQ(spins, 10);
+  // Probes that catch data open it: every read spins once half of the
+  // recent spins caught something, within a few hits.
+  int hits = 0;
+  while (r.hits() < SpinHitRate::kToSpin) {
+    r.Hit();
+    hits++;
+    ASSERT_LT(hits, 10);
+  }
+  EXPECT_LE(hits, 3);
+  for (int i = 0; i < 100; i++) EXPECT_TRUE(r.ShouldSpin());
+  // The rate stays bounded; misses in a row close it within a few.
+  for (int i = 0; i < 100; i++) r.Hit();
+  EXPECT_LE(r.hits(), SpinHitRate::kFull);
+  int misses = 0;
+  while (r.hits() >= SpinHitRate::kToSpin) r.Missed(), misses++;
+  EXPECT_LE(misses, 3);
+  EXPECT_FALSE(r.ShouldSpin());
+  // A stream whose spins always miss costs one spin per kProbeEvery reads.
+  spins = 0;
+  for (int i = 0; i < 10 * SpinHitRate::kProbeEvery; i++) {
+    if (r.ShouldSpin()) {
+      spins++;
+      r.Missed();
+    }
+  }
+  EXPECT_LE(spins, 11);
+  EXPECT_LT(r.hits(), SpinHitRate::kToSpin);
+}
+
 TEST(Ring, EventFdCountsSignals) {
   const int fd = EventFdCreate();
   ASSERT_GE(fd, 0);
