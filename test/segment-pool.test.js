@@ -12,7 +12,6 @@ const v8 = require('v8');
 const vm = require('vm');
 const { once } = require('events');
 const procwire = require('..');
-const { binding } = require('../lib/native');
 const { namedPair } = require('./helpers/pair');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
 
@@ -180,55 +179,6 @@ test('release() hands a segment back at once, without waiting for garbage collec
     assert.strictEqual(procwire.release(new ArrayBuffer(8)), false);
     assert.throws(() => procwire.release('x'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
     kept.length = 0;
-  } finally {
-    p.close();
-  }
-});
-
-test('V8 counts a received segment as external memory once its message was handled, and no longer once collected', { timeout: 30_000 }, async () => {
-  // The receiver hides the bytes it lends while it makes the ArrayBuffer
-  // (so V8 does not start collecting before the message is even decoded)
-  // and gives them back after the batch: what V8 counts must come out the
-  // same as for any Buffer, with no drift over many messages.
-  const p = await pooledPair({ outOfLine: 'always' });
-  const counted = () => binding.externalMemory();
-  try {
-    const size = 8 * MiB;
-    const payload = Buffer.alloc(size);
-    await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'the hello segments back');
-    // Sends message i and reports V8's count (against the count just
-    // before the send) in the handler and after the batch, keeping no
-    // reference to the message.
-    const roundTrip = async (i) => {
-      payload.fill(i);
-      // The second collection finishes the first one's sweeping, so no
-      // earlier Buffer comes off the count during the round trip.
-      gc();
-      gc();
-      const before = counted();
-      let inHandler = 0;
-      let last = -1;
-      const arrived = new Promise((resolve) => p.serverSide.once('message', (m) => {
-        inHandler = counted() - before;
-        last = m.data[size - 1];
-        // Held until the batch is over (a promise settles inside it).
-        setImmediate(resolve, m);
-      }));
-      p.client.send({ i, data: payload });
-      await arrived;
-      const held = counted() - before;
-      return { before, inHandler, held, last };
-    };
-    for (let i = 0; i < 12; i++) {
-      const { before, inHandler, held, last } = await roundTrip(i);
-      assert.strictEqual(last, i);
-      assert.ok(inHandler < MiB, `message ${i}: not counted while its handler runs (${inHandler})`);
-      assert.ok(held > size - MiB, `message ${i}: counted once handled (${held})`);
-      await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, `segment ${i} back`);
-      // V8 takes freed ArrayBuffers off its count when its sweeper's work
-      // is merged, a little after the segment went back.
-      await until(() => counted() - before < MiB, `message ${i}: nothing counted once collected`);
-    }
   } finally {
     p.close();
   }

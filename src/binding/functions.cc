@@ -210,15 +210,6 @@ void ReleaseSegment(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(released);
 }
 
-// externalMemory() -> the external memory V8 counts for this isolate (what
-// paces its collector; process.memoryUsage().external is another figure,
-// the ArrayBuffers' bytes). For the tests of ReceivedSegmentPool's
-// accounting.
-void ExternalMemory(const FunctionCallbackInfo<Value>& args) {
-  const int64_t bytes = args.GetIsolate()->AdjustAmountOfExternalAllocatedMemory(0);
-  args.GetReturnValue().Set(static_cast<double>(bytes));
-}
-
 void SetFunction(Isolate* isolate, Local<Context> context, Local<Object> target, Local<v8::External> data,
                  const char* name, v8::FunctionCallback fn) {
   Local<Function> f = FunctionTemplate::New(isolate, fn, data)->GetFunction(context).ToLocalChecked();
@@ -245,7 +236,6 @@ void InitFunctions(AddonData* data, Local<Context> context, Local<Object> export
   SetFunction(isolate, context, exports, external, "peerCredentials", PeerCredentialsJs);
   SetFunction(isolate, context, exports, external, "alloc", Alloc);
   SetFunction(isolate, context, exports, external, "releaseSegment", ReleaseSegment);
-  SetFunction(isolate, context, exports, external, "externalMemory", ExternalMemory);
 }
 
 }  // namespace procwire

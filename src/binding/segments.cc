@@ -8,7 +8,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -213,7 +212,6 @@ struct Lease {
   std::shared_ptr<ReceivedSegmentPool::Returns> returns;
   ReceivedSegmentPool::Mapping* mapping;
   uint32_t id;
-  size_t length;
 };
 
 // V8 frees the memory (any thread): hand the id back, then drop our share
@@ -229,7 +227,6 @@ void ReturnLease(void* data, size_t /*length*/, void* deleter_data) {
     std::lock_guard<std::mutex> lock(lease->returns->mutex);
     if (lease->returns->async != nullptr) {
       lease->returns->ids.push_back(lease->id);
-      lease->returns->bytes += lease->length;
       uv_async_send(lease->returns->async);
     }
   }
@@ -251,12 +248,8 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab) {
   return ab->Detach(v8::Local<v8::Value>()).FromMaybe(false);
 }
 
-ReceivedSegmentPool::ReceivedSegmentPool(v8::Isolate* isolate, uv_loop_t* loop, ReturnCallback on_return,
-                                         size_t max_mapped)
-    : isolate_(isolate),
-      on_return_(std::move(on_return)),
-      returns_(std::make_shared<Returns>()),
-      max_mapped_(max_mapped) {
+ReceivedSegmentPool::ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped)
+    : on_return_(std::move(on_return)), returns_(std::make_shared<Returns>()), max_mapped_(max_mapped) {
   uv_async_t* async = new uv_async_t;
   uv_async_init(loop, async, OnAsync);
   async->data = this;
@@ -272,28 +265,14 @@ void ReceivedSegmentPool::OnAsync(uv_async_t* handle) {
   ReceivedSegmentPool* self = static_cast<ReceivedSegmentPool*>(handle->data);
   if (self == nullptr) return;
   std::vector<uint32_t> ids;
-  size_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(self->returns_->mutex);
     ids.swap(self->returns_->ids);
-    std::swap(bytes, self->returns_->bytes);
   }
-  self->lent_bytes_ -= std::min(bytes, self->lent_bytes_);
   if (!ids.empty() && self->on_return_) self->on_return_(ids);
 }
 
-void ReceivedSegmentPool::RestoreAccounting() {
-  if (hidden_bytes_ == 0) return;
-  const int64_t hidden = hidden_bytes_;
-  hidden_bytes_ = 0;
-  // A growth past V8's limit may start a collection here, which is the
-  // point: it runs after the handler, in the time the peer takes to send
-  // the next message.
-  isolate_->AdjustAmountOfExternalAllocatedMemory(hidden);
-}
-
 void ReceivedSegmentPool::Close() {
-  RestoreAccounting();
   uv_async_t* async = nullptr;
   {
     std::lock_guard<std::mutex> lock(returns_->mutex);
@@ -329,8 +308,8 @@ int ReceivedSegmentPool::Add(uint32_t id, int fd, size_t max_size) {
   return 0;
 }
 
-v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(uint32_t id, size_t length, int* error) {
-  v8::Isolate* isolate = isolate_;
+v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(v8::Isolate* isolate, uint32_t id, size_t length,
+                                                          int* error) {
   auto it = maps_.find(id);
   if (it == maps_.end()) {
     *error = ENOENT;
@@ -355,19 +334,9 @@ v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(uint32_t id, size_t le
     std::lock_guard<std::mutex> lock(g_leases_mutex);
     (*g_leases)[m->data]++;
   }
-  Lease* lease = new Lease{returns_, m, id, length};
+  Lease* lease = new Lease{returns_, m, id};
   std::unique_ptr<v8::BackingStore> store =
       v8::ArrayBuffer::NewBackingStore(m->data, length, ReturnLease, lease);
-  // V8 adds `length` to its external memory in ArrayBuffer::New and, past
-  // its limit, collects right there. Hidden first: this ArrayBuffer and the
-  // ones lent before it that are still out (never more than V8 counts).
-  lent_bytes_ += length;
-  const int64_t external = isolate->AdjustAmountOfExternalAllocatedMemory(0);
-  const int64_t hide = std::min<int64_t>(static_cast<int64_t>(lent_bytes_), external) - hidden_bytes_;
-  if (hide > 0) {
-    isolate->AdjustAmountOfExternalAllocatedMemory(-hide);
-    hidden_bytes_ += hide;
-  }
   return v8::ArrayBuffer::New(isolate, std::move(store));
 }
 

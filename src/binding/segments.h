@@ -68,16 +68,6 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
 // ArrayBuffer uses it any more, so nothing the receiver can still read is
 // unmapped, and the peer reuses a segment only after its return.
 //
-// V8 accounts an ArrayBuffer's bytes as external memory when it is made,
-// and when that growth passes its limit it starts collecting then and there
-// (a marking step of up to 10 ms before the message is even decoded). Here
-// the bytes are not new memory (the segment stays mapped whatever happens
-// to the Buffer), so Take hides this pool's lent bytes from V8 while the
-// ArrayBuffer is made, and the channel calls RestoreAccounting() once the
-// batch was handled: V8 learns of the same bytes and paces its collector
-// (which hands segments back) exactly as before, after the handler instead
-// of before it.
-//
 // Ownership: the owner (the channel) calls Close() before destroying it;
 // ArrayBuffers handed out keep their mappings alive beyond that.
 // Threading: everything but the ArrayBuffer deleters on the loop thread.
@@ -87,7 +77,7 @@ class ReceivedSegmentPool {
   // max_mapped: the most bytes of the peer's segments mapped at once; a
   // new segment past it is refused (-ENOSPC), so a peer cannot make us map
   // without bound.
-  ReceivedSegmentPool(v8::Isolate* isolate, uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped);
+  ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped);
   ~ReceivedSegmentPool();
   ReceivedSegmentPool(const ReceivedSegmentPool&) = delete;
   ReceivedSegmentPool& operator=(const ReceivedSegmentPool&) = delete;
@@ -98,12 +88,7 @@ class ReceivedSegmentPool {
   int Add(uint32_t id, int fd, size_t max_size);
   // An ArrayBuffer over bytes [0, length) of segment `id`. Fails with
   // *error ENOENT (unknown id) or EFBIG (length past the segment's end).
-  // Until RestoreAccounting(), V8's external memory is lowered by what this
-  // pool has lent (see the class comment).
-  v8::MaybeLocal<v8::ArrayBuffer> Take(uint32_t id, size_t length, int* error);
-  // Gives V8 back the external memory Take hid. Called after each batch is
-  // handled, and by Close().
-  void RestoreAccounting();
+  v8::MaybeLocal<v8::ArrayBuffer> Take(v8::Isolate* isolate, uint32_t id, size_t length, int* error);
   // The peer dropped segment `id`. Returns false for an unknown id.
   bool Forget(uint32_t id);
   // Stops the returns (no more callbacks) and drops the cache's mappings.
@@ -116,7 +101,6 @@ class ReceivedSegmentPool {
   struct Returns {
     std::mutex mutex;
     std::vector<uint32_t> ids;
-    size_t bytes = 0;             // the lengths the returned ArrayBuffers had
     uv_async_t* async = nullptr;  // null once closed
   };
   struct Mapping {
@@ -128,13 +112,8 @@ class ReceivedSegmentPool {
  private:
   static void OnAsync(uv_async_t* handle);
 
-  v8::Isolate* isolate_;
   ReturnCallback on_return_;
   std::shared_ptr<Returns> returns_;
-  // Bytes lent as ArrayBuffers and not returned yet, and the external
-  // memory hidden from V8 until RestoreAccounting().
-  size_t lent_bytes_ = 0;
-  int64_t hidden_bytes_ = 0;
   std::unordered_map<uint32_t, Mapping*> maps_;
   size_t mapped_bytes_ = 0;
   size_t max_mapped_;
