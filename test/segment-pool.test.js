@@ -22,9 +22,34 @@ const gc = vm.runInNewContext('gc');
 if (process.argv[2] === 'child') {
   // A procwire child: reports the length and edge bytes of what it got.
   const ch = procwire.parent;
+  const { Worker } = require('worker_threads');
+  const worker = new Worker("require('worker_threads').parentPort.on('message', (b) => { b.fill(0); });", { eval: true });
+  worker.unref();
+  let kept = null;
+  const garbage = [];
   ch.on('message', (m) => {
     if (m && m.op === 'check') {
       ch.send({ op: 'check', length: m.data.length, first: m.data[0], last: m.data[m.data.length - 1] });
+      return;
+    }
+    if (m && m.op === 'keep') {
+      // Holds on to received Buffers in the ways an application may: keeps
+      // the last one, hands back the one before it and the one at hand, and
+      // moves every third to a worker thread, with garbage made meanwhile.
+      const sum = (buf) => { let x = 0; for (let j = 0; j < buf.length; j += 4096) x = (x + buf[j]) >>> 0; return x; };
+      const checked = { op: 'keep', i: m.i, sum: sum(m.data), kept: kept === null ? -1 : sum(kept.data) };
+      for (let j = 0; j < 200; j++) garbage.push(Buffer.alloc(1024, j));
+      garbage.length = 0;
+      if (kept !== null && m.i % 2 === 0) {
+        procwire.release(kept.data);
+        procwire.release(m.data);
+        kept = null;
+      } else if (m.i % 3 === 0) {
+        worker.postMessage(m.data, [m.data.buffer]);
+      } else {
+        kept = m;
+      }
+      ch.send(checked);
       return;
     }
     ch.send(m);
@@ -364,6 +389,30 @@ test('fork channels: recycled segments by default, transfers without a copy, and
     assert.strictEqual(buf.length, 0, 'detached');
     const [r] = await once(ch, 'message');
     assert.deepStrictEqual(r, { op: 'check', length: 8 * MiB, first: 0x5a, last: 0x5a });
+  } finally {
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+  }
+});
+
+test('a child that keeps, releases and moves received segments to a worker reads every message right', { timeout: 30_000 }, async () => {
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced', outOfLine: 'always' });
+  try {
+    const ch = child.channel;
+    const sum = (buf) => { let x = 0; for (let j = 0; j < buf.length; j += 4096) x = (x + buf[j]) >>> 0; return x; };
+    let previous = -1;
+    for (let i = 0; i < 24; i++) {
+      const data = Buffer.alloc((i % 2 === 0 ? 8 : 1) * MiB, i + 1);
+      ch.send({ op: 'keep', i, data });
+      const [r] = await once(ch, 'message');
+      assert.strictEqual(r.i, i);
+      assert.strictEqual(r.sum, sum(data), `message ${i} arrived intact`);
+      // The Buffer the child kept from the message before still holds that
+      // message's bytes: its segment was not reused while it was held.
+      if (r.kept !== -1) assert.strictEqual(r.kept, previous, `the Buffer kept from message ${i - 1} is intact`);
+      previous = sum(data);
+    }
+    assert.ok(poolStats(ch)[S.SEGMENTS] >= 1, 'the pool was used');
   } finally {
     child.kill('SIGKILL');
     await once(child, 'exit');

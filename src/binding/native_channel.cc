@@ -482,7 +482,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     if (!(max_mapped >= 0)) return;
     self->inbound_.AcceptPooledSegments();
     self->received_pool_.reset(new ReceivedSegmentPool(
-        self->data_->loop, [self](std::vector<uint32_t>& ids) { self->OnSegmentsFree(ids); },
+        self->data_->isolate, self->data_->loop,
+        [self](std::vector<uint32_t>& ids) { self->OnSegmentsFree(ids); },
         max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
   }
 
@@ -1272,6 +1273,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
       frame_bytes_ = 0;
       Call(on_read_, 7, argv);
     }
+    // The batch was handled: V8 may do its pending collection work now
+    // (see ReceivedSegmentPool).
+    if (received_pool_ != nullptr) received_pool_->AfterBatch();
   }
 
   void EndRingCorrupt(Local<Context> context) {
@@ -1668,7 +1672,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
             error = -r;
           }
         }
-        if (ok) ok = received_pool_->Take(isolate, e.id, e.length, &error).ToLocal(&ab);
+        if (ok) ok = received_pool_->Take(e.id, e.length, &error).ToLocal(&ab);
         if (ok && (bad != nullptr || e.length > max - message_bytes)) {
           // Taken only to be handed back once collected.
           if (bad == nullptr) error = EFBIG;

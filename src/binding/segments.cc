@@ -248,8 +248,12 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab) {
   return ab->Detach(v8::Local<v8::Value>()).FromMaybe(false);
 }
 
-ReceivedSegmentPool::ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped)
-    : on_return_(std::move(on_return)), returns_(std::make_shared<Returns>()), max_mapped_(max_mapped) {
+ReceivedSegmentPool::ReceivedSegmentPool(v8::Isolate* isolate, uv_loop_t* loop, ReturnCallback on_return,
+                                         size_t max_mapped)
+    : isolate_(isolate),
+      on_return_(std::move(on_return)),
+      returns_(std::make_shared<Returns>()),
+      max_mapped_(max_mapped) {
   uv_async_t* async = new uv_async_t;
   uv_async_init(loop, async, OnAsync);
   async->data = this;
@@ -308,8 +312,19 @@ int ReceivedSegmentPool::Add(uint32_t id, int fd, size_t max_size) {
   return 0;
 }
 
-v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(v8::Isolate* isolate, uint32_t id, size_t length,
-                                                          int* error) {
+void ReceivedSegmentPool::AfterBatch() {
+  if (!took_since_batch_) return;
+  took_since_batch_ = false;
+  // One byte more than V8 counts, at once taken back: past V8's limit, the
+  // growth makes it do the marking step it would otherwise do inside the
+  // next ArrayBuffer::New of a big message. Nothing stays counted, and
+  // the byte taken back barely moves V8's limit.
+  isolate_->AdjustAmountOfExternalAllocatedMemory(1);
+  isolate_->AdjustAmountOfExternalAllocatedMemory(-1);
+}
+
+v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(uint32_t id, size_t length, int* error) {
+  v8::Isolate* isolate = isolate_;
   auto it = maps_.find(id);
   if (it == maps_.end()) {
     *error = ENOENT;
@@ -334,6 +349,7 @@ v8::MaybeLocal<v8::ArrayBuffer> ReceivedSegmentPool::Take(v8::Isolate* isolate, 
     std::lock_guard<std::mutex> lock(g_leases_mutex);
     (*g_leases)[m->data]++;
   }
+  took_since_batch_ = true;
   Lease* lease = new Lease{returns_, m, id};
   std::unique_ptr<v8::BackingStore> store =
       v8::ArrayBuffer::NewBackingStore(m->data, length, ReturnLease, lease);

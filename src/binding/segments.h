@@ -68,6 +68,13 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
 // ArrayBuffer uses it any more, so nothing the receiver can still read is
 // unmapped, and the peer reuses a segment only after its return.
 //
+// V8 counts an ArrayBuffer's bytes as external memory when it is made, and
+// once that growth passes its limit it starts marking; if marking is still
+// under way when the next big ArrayBuffer is made, V8 does a marking step
+// of up to 10 ms right there, before that message is even decoded. So once
+// a batch that took segments was handled, AfterBatch() lets V8 do that
+// pending step then, while the peer prepares its next message.
+//
 // Ownership: the owner (the channel) calls Close() before destroying it;
 // ArrayBuffers handed out keep their mappings alive beyond that.
 // Threading: everything but the ArrayBuffer deleters on the loop thread.
@@ -77,7 +84,7 @@ class ReceivedSegmentPool {
   // max_mapped: the most bytes of the peer's segments mapped at once; a
   // new segment past it is refused (-ENOSPC), so a peer cannot make us map
   // without bound.
-  ReceivedSegmentPool(uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped);
+  ReceivedSegmentPool(v8::Isolate* isolate, uv_loop_t* loop, ReturnCallback on_return, size_t max_mapped);
   ~ReceivedSegmentPool();
   ReceivedSegmentPool(const ReceivedSegmentPool&) = delete;
   ReceivedSegmentPool& operator=(const ReceivedSegmentPool&) = delete;
@@ -88,7 +95,10 @@ class ReceivedSegmentPool {
   int Add(uint32_t id, int fd, size_t max_size);
   // An ArrayBuffer over bytes [0, length) of segment `id`. Fails with
   // *error ENOENT (unknown id) or EFBIG (length past the segment's end).
-  v8::MaybeLocal<v8::ArrayBuffer> Take(v8::Isolate* isolate, uint32_t id, size_t length, int* error);
+  v8::MaybeLocal<v8::ArrayBuffer> Take(uint32_t id, size_t length, int* error);
+  // Called once the batch of messages that may have taken segments was
+  // handled (see the class comment).
+  void AfterBatch();
   // The peer dropped segment `id`. Returns false for an unknown id.
   bool Forget(uint32_t id);
   // Stops the returns (no more callbacks) and drops the cache's mappings.
@@ -112,8 +122,11 @@ class ReceivedSegmentPool {
  private:
   static void OnAsync(uv_async_t* handle);
 
+  v8::Isolate* isolate_;
   ReturnCallback on_return_;
   std::shared_ptr<Returns> returns_;
+  // Whether Take made an ArrayBuffer since the last AfterBatch().
+  bool took_since_batch_ = false;
   std::unordered_map<uint32_t, Mapping*> maps_;
   size_t mapped_bytes_ = 0;
   size_t max_mapped_;
