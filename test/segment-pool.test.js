@@ -22,10 +22,8 @@ const gc = vm.runInNewContext('gc');
 if (process.argv[2] === 'child') {
   // A procwire child: reports the length and edge bytes of what it got.
   const ch = procwire.parent;
-  const { Worker } = require('worker_threads');
-  const worker = new Worker("require('worker_threads').parentPort.on('message', (b) => { b.fill(0); });", { eval: true });
-  worker.unref();
   let kept = null;
+  let worker = null;
   const garbage = [];
   ch.on('message', (m) => {
     if (m && m.op === 'check') {
@@ -33,23 +31,30 @@ if (process.argv[2] === 'child') {
       return;
     }
     if (m && m.op === 'keep') {
-      // Holds on to received Buffers in the ways an application may: keeps
-      // the last one, hands back the one before it and the one at hand, and
-      // moves every third to a worker thread, with garbage made meanwhile.
+      // Holds on to received Buffers in the ways an application may (all
+      // messages have one size, so a segment handed back too early would
+      // be reused for the next one): keeps one across the next message,
+      // then hands both back with release(); moves one to a worker thread,
+      // which overwrites it; lets one go to the collector.
       const sum = (buf) => { let x = 0; for (let j = 0; j < buf.length; j += 4096) x = (x + buf[j]) >>> 0; return x; };
-      const checked = { op: 'keep', i: m.i, sum: sum(m.data), kept: kept === null ? -1 : sum(kept.data) };
+      const reply = { op: 'keep', i: m.i, sum: sum(m.data), kept: kept === null ? -1 : sum(kept.data) };
       for (let j = 0; j < 200; j++) garbage.push(Buffer.alloc(1024, j));
       garbage.length = 0;
-      if (kept !== null && m.i % 2 === 0) {
+      if (m.i % 4 === 0) {
+        kept = m;
+      } else if (m.i % 4 === 1) {
         procwire.release(kept.data);
         procwire.release(m.data);
         kept = null;
-      } else if (m.i % 3 === 0) {
+      } else if (m.i % 4 === 2) {
+        if (worker === null) {
+          const { Worker } = require('worker_threads');
+          worker = new Worker("require('worker_threads').parentPort.on('message', (b) => { b.fill(0); });", { eval: true });
+          worker.unref();
+        }
         worker.postMessage(m.data, [m.data.buffer]);
-      } else {
-        kept = m;
       }
-      ch.send(checked);
+      ch.send(reply);
       return;
     }
     ch.send(m);
@@ -397,24 +402,29 @@ test('fork channels: recycled segments by default, transfers without a copy, and
 
 test('a child that keeps, releases and moves received segments to a worker reads every message right', { timeout: 30_000 }, async () => {
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced', outOfLine: 'always' });
+  const exited = once(child, 'exit');
   try {
     const ch = child.channel;
     const sum = (buf) => { let x = 0; for (let j = 0; j < buf.length; j += 4096) x = (x + buf[j]) >>> 0; return x; };
+    // The child's answer, or a failure as soon as it dies.
+    const answer = () => Promise.race([once(ch, 'message').then(([r]) => r),
+      exited.then(([code, signal]) => assert.fail(`the child died (${code}, ${signal})`))]);
     let previous = -1;
     for (let i = 0; i < 24; i++) {
-      const data = Buffer.alloc((i % 2 === 0 ? 8 : 1) * MiB, i + 1);
+      const data = Buffer.alloc(8 * MiB, i + 1);
+      data[4096 * (i + 1)] = 0xee;
       ch.send({ op: 'keep', i, data });
-      const [r] = await once(ch, 'message');
+      const r = await answer();
       assert.strictEqual(r.i, i);
       assert.strictEqual(r.sum, sum(data), `message ${i} arrived intact`);
-      // The Buffer the child kept from the message before still holds that
-      // message's bytes: its segment was not reused while it was held.
-      if (r.kept !== -1) assert.strictEqual(r.kept, previous, `the Buffer kept from message ${i - 1} is intact`);
-      previous = sum(data);
+      // The Buffer kept from the message before still holds its bytes: its
+      // segment was not handed back (and reused for this one) while held.
+      if (i % 4 === 1) assert.strictEqual(r.kept, previous, `the Buffer kept from message ${i - 1} is intact`);
+      previous = r.sum;
     }
     assert.ok(poolStats(ch)[S.SEGMENTS] >= 1, 'the pool was used');
   } finally {
     child.kill('SIGKILL');
-    await once(child, 'exit');
+    await exited;
   }
 });

@@ -70,10 +70,11 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
 //
 // V8 counts an ArrayBuffer's bytes as external memory when it is made, and
 // once that growth passes its limit it starts marking; if marking is still
-// under way when the next big ArrayBuffer is made, V8 does a marking step
-// of up to 10 ms right there, before that message is even decoded. So once
-// a batch that took segments was handled, AfterBatch() lets V8 do that
-// pending step then, while the peer prepares its next message.
+// under way when the next big ArrayBuffer is made, V8 advances it right
+// there (a step of up to 5-10 ms, or the collection's pause), before that
+// message is even decoded. So once a batch that took segments was handled,
+// AfterBatch() lets V8 do that pending work then, while the peer prepares
+// its next message.
 //
 // Ownership: the owner (the channel) calls Close() before destroying it;
 // ArrayBuffers handed out keep their mappings alive beyond that.
