@@ -5,6 +5,12 @@
 #
 #   PROCWIRE_NODES="20 24"   only these lines
 #   FUZZ_SECONDS=30          fuzzing time per target
+#   TEST_FILE_SECONDS=300    time limit of one test file on one Node line
+#
+# Each test file runs in its own `node --test` under `timeout`, so a file that
+# hangs (a child or server left holding its event loop) fails by name within
+# the limit instead of stalling the run; timeout signals the file's whole
+# process group, its children included.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -44,13 +50,20 @@ for major in $lines; do
     addon="$root/.build/node$major/build/Release/procwire.node"
   fi
   echo "== JavaScript suites on $("$node_bin" --version) =="
-  log="$(mktemp)"
-  PROCWIRE_ADDON="$addon" PATH="$(dirname "$node_bin"):$PATH" \
-    "$node_bin" --test --test-concurrency=1 --test-reporter=spec test/*.test.js 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  count "$log"
-  rm -f "$log"
-  [ "$rc" = 0 ] || status=1
+  for file in test/*.test.js; do
+    log="$(mktemp)"
+    PROCWIRE_ADDON="$addon" PATH="$(dirname "$node_bin"):$PATH" \
+      timeout --kill-after=10 "${TEST_FILE_SECONDS:-300}" \
+      "$node_bin" --test --test-reporter=spec "$file" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    count "$log"
+    rm -f "$log"
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      echo "✖ $file did not finish within ${TEST_FILE_SECONDS:-300} s on Node $major"
+      failed=$((failed + 1))
+    fi
+    [ "$rc" = 0 ] || status=1
+  done
 done
 
 echo

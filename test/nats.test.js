@@ -8,7 +8,6 @@ const assert = require('node:assert');
 const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -21,14 +20,6 @@ const { findExecutable, freePort } = require('../bench/lib/servers');
 const findNatsServer = () => findExecutable('nats-server', []);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function canConnect(port) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
-}
 
 function getJson(port, urlPath) {
   return new Promise((resolve) => {
@@ -68,7 +59,10 @@ class NatsNode {
     const deadline = Date.now() + 10000;
     while (Date.now() < deadline) {
       if (proc.exitCode !== null) break;
-      if (await canConnect(s.port)) return this;
+      // Ready when this node's monitor names it: a port that merely accepts
+      // could belong to another process that took the port first.
+      const varz = await getJson(s.monitor, '/varz');
+      if (varz && varz.server_name === s.name && varz.port === s.port && proc.exitCode === null) return this;
       await sleep(25);
     }
     await this.stop();
@@ -101,16 +95,36 @@ async function startSingle(bin, dir, name = 'single') {
   return node.start();
 }
 
-async function startCluster(bin, dir, count = 3) {
-  const specs = [];
-  for (let i = 0; i < count; i++) {
-    specs.push({ name: `n${i + 1}`, port: await freePort(), monitor: await freePort(), cluster: await freePort() });
+// Starts `count` routed nodes. Ports are picked free, but another process can
+// take one before the node binds it (a listener, or a connection's ephemeral
+// port), so a cluster that does not come up is stopped whole and started again
+// on fresh ports. Every node is pushed to `started` before it starts, so the
+// caller's after() stops it whatever happens here: a node left running would
+// keep this test process alive after its last test.
+async function startCluster(bin, dir, count, started) {
+  let failure = null;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const specs = [];
+    for (let i = 0; i < count; i++) {
+      specs.push({ name: `n${i + 1}`, port: await freePort(), monitor: await freePort(), cluster: await freePort() });
+    }
+    for (const s of specs) s.routes = specs.filter((o) => o !== s).map((o) => o.cluster);
+    const nodes = specs.map((s) => new NatsNode(bin, dir, s));
+    started.push(...nodes);
+    const results = await Promise.allSettled(nodes.map((n) => n.start()));
+    failure = results.find((r) => r.status === 'rejected')?.reason || null;
+    if (failure === null) {
+      try {
+        await waitRoutes(nodes, count - 1);
+        return nodes;
+      } catch (err) {
+        failure = err;
+      }
+    }
+    process.stderr.write(`# nats cluster attempt ${attempt} failed: ${failure.message}\n`);
+    await Promise.all(nodes.map((n) => n.stop()));
   }
-  for (const s of specs) s.routes = specs.filter((o) => o !== s).map((o) => o.cluster);
-  const nodes = specs.map((s) => new NatsNode(bin, dir, s));
-  await Promise.all(nodes.map((n) => n.start()));
-  await waitRoutes(nodes, count - 1);
-  return nodes;
+  throw failure;
 }
 
 async function waitRoutes(nodes, want, timeoutMs = 15000) {
@@ -368,15 +382,16 @@ function tests() {
   describe('procwire over a 3-node NATS cluster', { skip, timeout: 240000 }, () => {
     let dir;
     let nodes = [];
+    const started = [];
 
     before(async () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-nats-cluster-'));
-      nodes = await startCluster(bin, dir, 3);
+      nodes = await startCluster(bin, dir, 3, started);
     });
 
     after(async () => {
       await killChildren();
-      await Promise.all(nodes.map((n) => n.stop()));
+      await Promise.all(started.map((n) => n.stop()));
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
