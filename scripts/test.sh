@@ -5,7 +5,7 @@
 #
 #   PROCWIRE_NODES="20 24"   only these lines
 #   FUZZ_SECONDS=30          fuzzing time per target
-#   TEST_FILE_SECONDS=300    time limit of one test file on one Node line
+#   TEST_FILE_SECONDS=600    time limit of one test file on one Node line
 #
 # Each test file runs in its own `node --test` under `timeout`, so a file that
 # hangs (a child or server left holding its event loop) fails by name within
@@ -53,13 +53,13 @@ for major in $lines; do
   for file in test/*.test.js; do
     log="$(mktemp)"
     PROCWIRE_ADDON="$addon" PATH="$(dirname "$node_bin"):$PATH" \
-      timeout --kill-after=10 "${TEST_FILE_SECONDS:-300}" \
+      timeout --kill-after=10 "${TEST_FILE_SECONDS:-600}" \
       "$node_bin" --test --test-reporter=spec "$file" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     count "$log"
     rm -f "$log"
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-      echo "✖ $file did not finish within ${TEST_FILE_SECONDS:-300} s on Node $major"
+      echo "✖ $file did not finish within ${TEST_FILE_SECONDS:-600} s on Node $major"
       failed=$((failed + 1))
     fi
     [ "$rc" = 0 ] || status=1
