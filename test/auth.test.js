@@ -12,6 +12,7 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { sleep: delay, until } = require('./helpers/wait');
 const {
   authenticate, resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile,
   _internal: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac },
@@ -27,10 +28,6 @@ process.removeAllListeners('warning');
 
 function uniqueName() {
   return `auth-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
-}
-
-function delay(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 // Resolves once the channel has closed (at once if it already has).
@@ -130,7 +127,7 @@ for (const transport of ['named', 'tcp']) {
       serverSide.on('message', (m) => toServer.push(m));
       client.on('message', (m) => toClient.push(m));
       client.send({ from: 'client', n: 3 });
-      while (toServer.length < 3 || toClient.length < 1) await delay(5);
+      await until(() => toServer.length >= 3 && toClient.length >= 1, 5000, 'the messages both ways', 5);
       assert.deepStrictEqual(toServer, [{ from: 'client', n: 1 }, { from: 'client', n: 2 }, { from: 'client', n: 3 }]);
       assert.deepStrictEqual(toClient, [{ from: 'server', n: 1 }]);
       assert.ok(client.connected && serverSide.connected);
@@ -259,7 +256,7 @@ test('user messages sent right after the client authenticates wait for the serve
   await delay(30);
   const got = [];
   channel.on('message', (m) => got.push(m));
-  while (got.length < 2) await delay(5);
+  await until(() => got.length >= 2, 5000, 'both early messages', 5);
   assert.deepStrictEqual(got, ['first', 'second']);
 });
 
@@ -496,6 +493,6 @@ test('a key file carries the secret from a server to a client', TIMEOUT, async (
   const client = await procwire.connect(name, { auth: false });
   t.after(() => client.destroy());
   await authenticate(client, { role: 'client', secret: readSecretFile(sock) });
-  while (accepted.length === 0) await delay(5);
+  await until(() => accepted.length > 0, 5000, 'the accepted channel', 5);
   await accepted[0].auth;
 });

@@ -11,6 +11,7 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { withTimeout, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
   // Roles this file plays in child processes.
@@ -40,7 +41,22 @@ function uniqueName() {
 
 const pair = require('./helpers/pair').namedPair;
 
-test('send() validates the top-level message as Node does, with coded errors', async () => {
+// Every test here is bounded: its waits end in time, and what it opened is
+// closed when it ends (a wait for a message that never comes would otherwise
+// skip the cleanup and leave the test file running).
+const TIMEOUT = { timeout: 10_000 };
+const WAIT = 5000;
+
+// For a connect() that should fail: a channel it opens after all is
+// destroyed, so the failed assertion leaves nothing open.
+function closedIfOpened(promise) {
+  return promise.then((channel) => {
+    channel.destroy();
+    return channel;
+  });
+}
+
+test('send() validates the top-level message as Node does, with coded errors', TIMEOUT, async () => {
   const p = await pair();
   try {
     assert.throws(() => p.client.send(undefined), { code: 'ERR_PROCWIRE_INVALID_MESSAGE' });
@@ -50,46 +66,48 @@ test('send() validates the top-level message as Node does, with coded errors', a
     assert.throws(() => p.client.send({ f() {} }), { code: 'ERR_PROCWIRE_UNSERIALIZABLE' });
     // Nothing was queued by the refused sends: the next message is the first.
     p.client.send({ first: true });
-    const [m] = await once(p.serverSide, 'message');
+    const [m] = await withTimeout(once(p.serverSide, 'message'), WAIT, 'the first message');
     assert.deepStrictEqual(m, { first: true });
   } finally {
     p.close();
   }
 });
 
-test('send callbacks run after the write, never inside send()', async () => {
+test('send callbacks run after the write, never inside send()', TIMEOUT, async () => {
   const p = await pair();
   try {
     let called = false;
     const done = new Promise((resolve) => p.client.send({ x: 1 }, (err) => { called = true; resolve(err); }));
     assert.strictEqual(called, false, 'callback must not run synchronously');
-    assert.strictEqual(await done, null);
+    assert.strictEqual(await withTimeout(done, WAIT, 'the send callback'), null);
   } finally {
     p.close();
   }
 });
 
-test('messages that arrive before a listener is attached are kept, in order', async () => {
+test('messages that arrive before a listener is attached are kept, in order', TIMEOUT, async () => {
   const p = await pair();
   try {
     for (let i = 0; i < 100; i++) p.client.send(i);
     await new Promise((r) => setTimeout(r, 100));
     const got = [];
-    await new Promise((resolve) => p.serverSide.on('message', (m) => { got.push(m); if (got.length === 100) resolve(); }));
+    await withTimeout(new Promise((resolve) => p.serverSide.on('message', (m) => { got.push(m); if (got.length === 100) resolve(); })),
+      WAIT, '100 messages');
     assert.deepStrictEqual(got, Array.from({ length: 100 }, (_, i) => i));
   } finally {
     p.close();
   }
 });
 
-test('stats() counts messages and bytes and keeps a log-spaced size histogram', async () => {
+test('stats() counts messages and bytes and keeps a log-spaced size histogram', TIMEOUT, async () => {
   // Without the handshake or the capability message (segments, rings), so the
   // counts are exactly the user's messages.
   const p = await pair({ auth: false, outOfLine: 'never', rings: 'never' });
   try {
     p.client.send('x'.repeat(10));
     p.client.send('y'.repeat(5000));
-    await new Promise((resolve) => { let n = 0; p.serverSide.on('message', () => { if (++n === 2) resolve(); }); });
+    await withTimeout(new Promise((resolve) => { let n = 0; p.serverSide.on('message', () => { if (++n === 2) resolve(); }); }),
+      WAIT, 'two messages');
     const s = p.client.stats();
     assert.strictEqual(s.messagesOut, 2);
     assert.ok(s.bytesOut > 5000);
@@ -105,7 +123,7 @@ test('stats() counts messages and bytes and keeps a log-spaced size histogram', 
   }
 });
 
-test('named channels live in a private directory; sockets are 0600', { skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
+test('named channels live in a private directory; sockets are 0600', { ...TIMEOUT, skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
   const p = await pair();
   try {
     const file = p.server.address().path;
@@ -121,78 +139,105 @@ test('named channels live in a private directory; sockets are 0600', { skip: !pr
   assert.strictEqual(fs.existsSync(path.join(procwire.Server.prototype && require('../lib/transport/socket').channelDirectory(), `${p.name}.sock`)), false);
 });
 
-test('a peer whose uid is not allowed is rejected, and the server keeps serving', async () => {
+test('a peer whose uid is not allowed is rejected, and the server keeps serving', TIMEOUT, async () => {
   const name = uniqueName();
   const server = procwire.listen(name, { allowUids: [process.getuid() + 12345] });
   await server.ready;
   try {
     const rejected = once(server, 'reject');
     // The server closes the connection before any handshake.
-    await assert.rejects(procwire.connect(name), { code: 'ERR_PROCWIRE_AUTH_FAILED' });
-    const [err] = await rejected;
+    await assert.rejects(closedIfOpened(procwire.connect(name)), { code: 'ERR_PROCWIRE_AUTH_FAILED' });
+    const [err] = await withTimeout(rejected, WAIT, "the server's 'reject'");
     assert.strictEqual(err.code, 'ERR_PROCWIRE_PEER_REJECTED');
   } finally {
     server.close();
   }
 });
 
-test('connect to a missing name fails with a coded error', async () => {
-  await assert.rejects(procwire.connect(uniqueName()), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
-  await assert.rejects(procwire.connect({ port: 1, host: '127.0.0.1' }, { auth: false }), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+test('connect to a missing name fails with a coded error', TIMEOUT, async () => {
+  await assert.rejects(closedIfOpened(procwire.connect(uniqueName())), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
+  await assert.rejects(closedIfOpened(procwire.connect({ port: 1, host: '127.0.0.1' }, { auth: false })),
+    { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
 });
 
-test('a stale socket file is replaced; a live one is not', async () => {
+test('a stale socket file is replaced; a live one is not', TIMEOUT, async (t) => {
   const name = uniqueName();
   const first = procwire.listen(name);
+  // Servers still listening when the test fails are closed; `first` only
+  // until the test closes its listener itself.
+  let crashed = false;
+  const others = [];
+  t.after(() => {
+    if (!crashed) first.close();
+    for (const server of others) server.close();
+  });
   await first.ready;
   // The native backend throws at once; the JS fallback binds asynchronously
   // and rejects server.ready. An async function takes both.
-  await assert.rejects(async () => procwire.listen(name).ready, { code: 'ERR_PROCWIRE_LISTEN_FAILED' });
+  await assert.rejects(async () => {
+    const server = procwire.listen(name);
+    others.push(server);
+    return server.ready;
+  }, { code: 'ERR_PROCWIRE_LISTEN_FAILED' });
   const file = first.address().path;
   // Simulate a crashed server: close the listener but leave its file.
   (first._listener || first._netServer).close();
+  crashed = true;
   await new Promise((r) => setTimeout(r, 20));
   assert.ok(fs.existsSync(file));
   const second = procwire.listen(name);
+  others.push(second);
   await second.ready;
   second.close();
 });
 
-test('abstract-namespace channels work', async () => {
+test('abstract-namespace channels work', TIMEOUT, async (t) => {
   const name = uniqueName();
   // Abstract sockets have no file (so no key file, no permissions): they
   // need an explicit secret.
   assert.throws(() => procwire.listen({ name, abstract: true }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
   const secret = crypto.randomBytes(32);
   const server = procwire.listen({ name, abstract: true }, { secret });
-  await server.ready;
-  try {
-    const accepted = once(server, 'channel');
-    const client = await procwire.connect({ name, abstract: true }, { secret });
-    const [s] = await accepted;
-    client.send({ hi: 1 });
-    const [m] = await once(s, 'message');
-    assert.deepStrictEqual(m, { hi: 1 });
-    client.destroy();
-    s.destroy();
-  } finally {
+  const channels = [];
+  t.after(() => {
+    for (const ch of channels) ch.destroy();
     server.close();
-  }
+  });
+  await server.ready;
+  const accepted = once(server, 'channel');
+  const client = await procwire.connect({ name, abstract: true }, { secret });
+  channels.push(client);
+  const [s] = await withTimeout(accepted, WAIT, 'the accepted channel');
+  channels.push(s);
+  client.send({ hi: 1 });
+  const [m] = await withTimeout(once(s, 'message'), WAIT, 'the message');
+  assert.deepStrictEqual(m, { hi: 1 });
+  client.destroy();
+  s.destroy();
 });
 
-test('a process whose only handle is an idle unref\'d channel exits', { timeout: 20_000 }, async () => {
+test('a process whose only handle is an idle unref\'d channel exits', { timeout: 20_000 }, async (t) => {
   const child = childProcess.spawn(process.execPath, [__filename, 'child', 'idle-unref', uniqueName()], { stdio: 'inherit' });
+  const exited = exitOf(child);
+  t.after(() => killChild(child, exited));
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  const [code, signal] = await once(child, 'exit');
+  const { code, signal } = await exited;
   clearTimeout(timer);
   assert.strictEqual(signal, null, 'the child had to be killed: the channel kept it alive');
   assert.strictEqual(code, 0);
 });
 
-test('channels work inside worker_threads, many per process', { timeout: 30_000 }, async () => {
+test('channels work inside worker_threads, many per process', { timeout: 30_000 }, async (t) => {
   const { Worker } = require('worker_threads');
   const name = uniqueName();
   const server = procwire.listen(name);
+  // A worker that never answers would otherwise keep running, and with it
+  // this process.
+  let workers = [];
+  t.after(async () => {
+    server.close();
+    await Promise.all(workers.map((w) => w.terminate()));
+  });
   await server.ready;
   server.on('channel', (ch) => ch.on('message', (m) => ch.send({ echo: m })));
   const code = `
@@ -208,22 +253,24 @@ test('channels work inside worker_threads, many per process', { timeout: 30_000 
       parentPort.postMessage(replies);
     })();
   `;
-  try {
-    const workers = [0, 1].map(() => new Worker(code, { eval: true, workerData: name }));
-    // Listen for both events up front: a worker may exit right after posting.
-    const exits = workers.map((w) => once(w, 'exit'));
-    const results = await Promise.all(workers.map((w) => once(w, 'message')));
-    for (const [replies] of results) assert.deepStrictEqual(replies, Array.from({ length: 8 }, (_, i) => ({ echo: i })));
-    await Promise.all(exits);
-  } finally {
-    server.close();
-  }
+  workers = [0, 1].map(() => new Worker(code, { eval: true, workerData: name }));
+  // Listen for both events up front: a worker may exit right after posting.
+  const exits = workers.map((w) => once(w, 'exit'));
+  const results = await withTimeout(Promise.all(workers.map((w) => once(w, 'message'))), 20_000, 'both workers\' replies');
+  for (const [replies] of results) assert.deepStrictEqual(replies, Array.from({ length: 8 }, (_, i) => ({ echo: i })));
+  await withTimeout(Promise.all(exits), WAIT, 'both workers to exit');
+  server.close();
 });
 
-test('a worker exiting with channels open tears them down cleanly', { timeout: 30_000 }, async () => {
+test('a worker exiting with channels open tears them down cleanly', { timeout: 30_000 }, async (t) => {
   const { Worker } = require('worker_threads');
   const name = uniqueName();
   const server = procwire.listen(name);
+  let w = null;
+  t.after(async () => {
+    server.close();
+    if (w !== null) await w.terminate();
+  });
   await server.ready;
   const closed = [];
   server.on('channel', (ch) => ch.on('close', (reason) => closed.push(reason)));
@@ -232,22 +279,18 @@ test('a worker exiting with channels open tears them down cleanly', { timeout: 3
     const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
     procwire.connect(workerData).then((ch) => { ch.send('x'); setTimeout(() => process.exit(0), 50); });
   `;
-  try {
-    const w = new Worker(code, { eval: true, workerData: name });
-    await once(w, 'exit');
-    assert.ok(true);
-    for (let i = 0; i < 50 && closed.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.deepStrictEqual(closed, ['peer-closed']);
-  } finally {
-    server.close();
-  }
+  w = new Worker(code, { eval: true, workerData: name });
+  await withTimeout(once(w, 'exit'), 20_000, 'the worker to exit');
+  for (let i = 0; i < 50 && closed.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.deepStrictEqual(closed, ['peer-closed']);
+  server.close();
 });
 
 // Hostile length headers: each closes only the channel that sent it (or waits
 // for more bytes, bounded by maxMessageSize), never crashes, and the server
 // keeps serving others.
 for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff']) {
-  test(`hostile header 0x${header}: coded error or bounded wait; other channels go on`, { timeout: 20_000 }, async () => {
+  test(`hostile header 0x${header}: coded error or bounded wait; other channels go on`, { timeout: 20_000 }, async (t) => {
     const name = uniqueName();
     // The raw writer never authenticates: the framing layer is what is
     // tested here, so the handshake is off (it has its own tests).
@@ -261,27 +304,29 @@ for (const header of ['00000001', '7fffffff', '80000000', '80000001', 'ffffffff'
       ch.on('message', (m) => ch.send(m));
     });
     const writer = childProcess.spawn(process.execPath, [__filename, 'child', 'raw-writer', server.address().path, `${header}deadbeef`], { stdio: 'inherit' });
-    try {
-      // Wait (bounded) for the server to react to the hostile bytes.
-      const expected = header === '00000001' ? 'ERR_PROCWIRE_DECODE' : 'close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE';
-      for (let i = 0; i < 250 && !events.includes(expected); i++) await new Promise((r) => setTimeout(r, 20));
-      if (header === '00000001') {
-        // A 1-byte payload 0xde is not a valid V8 payload: reported, skipped;
-        // then 'adbeef' waits as a partial header+frame.
-        assert.ok(events.includes('ERR_PROCWIRE_DECODE'), JSON.stringify(events));
-      } else {
-        assert.ok(events.includes('close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE'), JSON.stringify(events));
-      }
-      // The server is unharmed.
-      const client = await procwire.connect(name, { auth: false });
-      client.send({ still: 'serving' });
-      const [m] = await once(client, 'message');
-      assert.deepStrictEqual(m, { still: 'serving' });
-      client.destroy();
-    } finally {
-      writer.kill('SIGKILL');
+    const writerExited = exitOf(writer);
+    let client = null;
+    t.after(async () => {
+      if (client !== null) client.destroy();
       server.close();
+      await killChild(writer, writerExited);
+    });
+    // Wait (bounded) for the server to react to the hostile bytes.
+    const expected = header === '00000001' ? 'ERR_PROCWIRE_DECODE' : 'close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE';
+    for (let i = 0; i < 250 && !events.includes(expected); i++) await new Promise((r) => setTimeout(r, 20));
+    if (header === '00000001') {
+      // A 1-byte payload 0xde is not a valid V8 payload: reported, skipped;
+      // then 'adbeef' waits as a partial header+frame.
+      assert.ok(events.includes('ERR_PROCWIRE_DECODE'), JSON.stringify(events));
+    } else {
+      assert.ok(events.includes('close:framing-error:ERR_PROCWIRE_MESSAGE_TOO_LARGE'), JSON.stringify(events));
     }
+    // The server is unharmed.
+    client = await procwire.connect(name, { auth: false });
+    client.send({ still: 'serving' });
+    const [m] = await withTimeout(once(client, 'message'), WAIT, 'the echo');
+    assert.deepStrictEqual(m, { still: 'serving' });
+    client.destroy();
   });
 }
 
@@ -289,23 +334,26 @@ test('the parent channel of a procwire child is null when not started by procwir
   assert.strictEqual(procwire.parent, null);
 });
 
-test('fork() accepts a URL and json mode with a plain child', { timeout: 20_000 }, async () => {
+test('fork() accepts a URL and json mode with a plain child', { timeout: 20_000 }, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pw-'));
+  let child = null;
+  let exited = null;
+  t.after(async () => {
+    if (child !== null) await killChild(child, exited);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
   const file = path.join(dir, 'echo.js');
   fs.writeFileSync(file, "process.on('message', (m) => { process.send(m); process.disconnect(); });");
-  try {
-    const child = procwire.fork(new URL(`file://${file}`), { serialization: 'json' });
-    child.send({ a: [1, 'b'] });
-    const [m] = await once(child, 'message');
-    assert.deepStrictEqual(m, { a: [1, 'b'] });
-    await once(child, 'exit');
-    assert.strictEqual(child.connected, false);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  child = procwire.fork(new URL(`file://${file}`), { serialization: 'json' });
+  exited = exitOf(child);
+  child.send({ a: [1, 'b'] });
+  const [m] = await withTimeout(once(child, 'message'), WAIT, 'the echo');
+  assert.deepStrictEqual(m, { a: [1, 'b'] });
+  await withTimeout(exited, WAIT, 'the child to exit');
+  assert.strictEqual(child.connected, false);
 });
 
-test('by default a named server authenticates peers: an unauthenticated writer is rejected, never delivered', { timeout: 20_000 }, async () => {
+test('by default a named server authenticates peers: an unauthenticated writer is rejected, never delivered', { timeout: 20_000 }, async (t) => {
   const name = uniqueName();
   const server = procwire.listen(name, { helloTimeout: 500 });
   await server.ready;
@@ -316,48 +364,49 @@ test('by default a named server authenticates peers: an unauthenticated writer i
   const rejected = once(server, 'reject');
   const frame = procwire.codec.advanced.encode({ sneaky: true }).toString('hex');
   const writer = childProcess.spawn(process.execPath, [__filename, 'child', 'raw-writer', server.address().path, frame], { stdio: 'inherit' });
-  try {
-    const [err] = await rejected;
-    assert.ok(['ERR_PROCWIRE_AUTH_REQUIRED', 'ERR_PROCWIRE_HELLO_TIMEOUT'].includes(err.code), err.code);
-    assert.deepStrictEqual(delivered, []);
-    // A proper client still gets in.
-    const accepted = once(server, 'channel');
-    const client = await procwire.connect(name);
-    const [ch] = await accepted;
-    client.send({ ok: 1 });
-    const [m] = await once(ch, 'message');
-    assert.deepStrictEqual(m, { ok: 1 });
-    assert.deepStrictEqual(delivered, [{ ok: 1 }]);
-    client.destroy();
-  } finally {
-    writer.kill('SIGKILL');
+  const writerExited = exitOf(writer);
+  let client = null;
+  t.after(async () => {
+    if (client !== null) client.destroy();
     server.close();
-  }
+    await killChild(writer, writerExited);
+  });
+  const [err] = await withTimeout(rejected, WAIT, "the server's 'reject'");
+  assert.ok(['ERR_PROCWIRE_AUTH_REQUIRED', 'ERR_PROCWIRE_HELLO_TIMEOUT'].includes(err.code), err.code);
+  assert.deepStrictEqual(delivered, []);
+  // A proper client still gets in.
+  const accepted = once(server, 'channel');
+  client = await procwire.connect(name);
+  const [ch] = await withTimeout(accepted, WAIT, 'the accepted channel');
+  client.send({ ok: 1 });
+  const [m] = await withTimeout(once(ch, 'message'), WAIT, 'the message');
+  assert.deepStrictEqual(m, { ok: 1 });
+  assert.deepStrictEqual(delivered, [{ ok: 1 }]);
+  client.destroy();
+  writer.kill('SIGKILL');
+  server.close();
   assert.strictEqual(fs.existsSync(keyFile), false, 'close() removes the key file');
 });
 
-test('TCP requires a secret unless auth is explicitly off; a wrong secret is refused', { timeout: 20_000 }, async () => {
+test('TCP requires a secret unless auth is explicitly off; a wrong secret is refused', { timeout: 20_000 }, async (t) => {
   const saved = process.env.PROCWIRE_SECRET;
   delete process.env.PROCWIRE_SECRET;
-  try {
-    assert.throws(() => procwire.listen({ port: 0 }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
-    await assert.rejects(procwire.connect({ port: 9 }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
-    const server = procwire.listen({ port: 0 }, { secret: 'a'.repeat(32) });
-    await server.ready;
-    try {
-      const rejected = once(server, 'reject');
-      await assert.rejects(procwire.connect({ port: server.address().port }, { secret: 'b'.repeat(32) }),
-        { code: 'ERR_PROCWIRE_AUTH_FAILED' });
-      const [err] = await rejected;
-      assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_FAILED');
-      const ok = await procwire.connect({ port: server.address().port }, { secret: 'a'.repeat(32) });
-      ok.destroy();
-    } finally {
-      server.close();
-    }
-  } finally {
+  let server = null;
+  t.after(() => {
+    if (server !== null) server.close();
     if (saved !== undefined) process.env.PROCWIRE_SECRET = saved;
-  }
+  });
+  assert.throws(() => procwire.listen({ port: 0 }), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
+  await assert.rejects(closedIfOpened(procwire.connect({ port: 9 })), { code: 'ERR_PROCWIRE_AUTH_REQUIRED' });
+  server = procwire.listen({ port: 0 }, { secret: 'a'.repeat(32) });
+  await server.ready;
+  const rejected = once(server, 'reject');
+  await assert.rejects(closedIfOpened(procwire.connect({ port: server.address().port }, { secret: 'b'.repeat(32) })),
+    { code: 'ERR_PROCWIRE_AUTH_FAILED' });
+  const [err] = await withTimeout(rejected, WAIT, "the server's 'reject'");
+  assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_FAILED');
+  const ok = await procwire.connect({ port: server.address().port }, { secret: 'a'.repeat(32) });
+  ok.destroy();
 });
 
 test('a sender past maxQueuedBytes (its peer stopped reading) is closed with a coded error; the peer goes on', { timeout: 20_000 }, async () => {
@@ -372,7 +421,7 @@ test('a sender past maxQueuedBytes (its peer stopped reading) is closed with a c
       if (!p.client.send({ chunk })) await new Promise((r) => setTimeout(r, 1));
       refused = p.client.closed;
     }
-    const [reason, err] = await closed;
+    const [reason, err] = await withTimeout(closed, WAIT, 'the sender to be closed');
     assert.strictEqual(reason, 'error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_QUEUE_LIMIT');
   } finally {

@@ -17,6 +17,11 @@ const ROOT = path.join(__dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'procwire.js');
 const pkg = require('../package.json');
 
+// A quick codec bench run takes about ten seconds; its limits keep this
+// file's worst case well inside the 600 s scripts/test.sh gives it.
+const BENCH_RUN_TIMEOUT = 100_000;
+const BENCH_TEST_TIMEOUT = 150_000;
+
 function run(args, { cwd = ROOT, env = process.env, file = BIN, timeout = 60_000 } = {}) {
   const r = childProcess.spawnSync(process.execPath, [file, ...args], { cwd, env, encoding: 'utf8', timeout });
   assert.ok(!r.error, `procwire ${args.join(' ')}: ${r.error && r.error.message}`);
@@ -114,10 +119,10 @@ test('a file that is not a results file is a clear error, exit 1', (t) => {
   }
 });
 
-test('off a terminal a bench run prints plain progress lines, and report re-renders it', { timeout: 240_000 }, (t) => {
+test('off a terminal a bench run prints plain progress lines, and report re-renders it', { timeout: BENCH_TEST_TIMEOUT }, (t) => {
   const dir = tmpDir(t);
   const out = path.join(dir, 'run');
-  const r = run(['bench', '--quick', '--suite', 'codec', '--repeats', '1', '--out', out], { timeout: 200_000 });
+  const r = run(['bench', '--quick', '--suite', 'codec', '--repeats', '1', '--out', out], { timeout: BENCH_RUN_TIMEOUT });
   assert.strictEqual(r.status, 0, r.stderr);
   const lines = r.stderr.split('\n').filter((l) => /^\[\s*\d+% +\d+s\] codec: /.test(l));
   assert.ok(lines.length >= 4, `progress lines:\n${r.stderr}`);
@@ -169,7 +174,7 @@ function installedCopy(t) {
   return dest;
 }
 
-test('from an installed package: no "not pinned" warning, no hint at unshipped scripts', { timeout: 240_000 }, (t) => {
+test('from an installed package: no "not pinned" warning, no hint at unshipped scripts', { timeout: BENCH_TEST_TIMEOUT }, (t) => {
   const dest = installedCopy(t);
   if (!dest) { t.skip('no addon for this Node line (npm run build, or PROCWIRE_ADDON)'); return; }
   // Dependencies resolve from this checkout's node_modules, as they would
@@ -177,7 +182,7 @@ test('from an installed package: no "not pinned" warning, no hint at unshipped s
   const env = cleanEnv({ NODE_PATH: path.join(ROOT, 'node_modules'), PROCWIRE_BENCH_NODE26: '' });
   const out = path.join(path.dirname(path.dirname(dest)), 'run');
   const r = run(['bench', '--quick', '--suite', 'codec', '--repeats', '1', '--out', out],
-    { file: path.join(dest, 'bin', 'procwire.js'), cwd: path.dirname(path.dirname(dest)), env, timeout: 200_000 });
+    { file: path.join(dest, 'bin', 'procwire.js'), cwd: path.dirname(path.dirname(dest)), env, timeout: BENCH_RUN_TIMEOUT });
   assert.strictEqual(r.status, 0, r.stderr);
   assert.doesNotMatch(r.stderr, /not pinned|note:|PROCWIRE_FALLBACK/);
   const v = run(['--version'], { file: path.join(dest, 'bin', 'procwire.js'), env });
@@ -188,14 +193,14 @@ test('from an installed package: no "not pinned" warning, no hint at unshipped s
   const probe = `
     const h = require(${JSON.stringify(path.join(dest, 'bench', 'lib', 'harness.js'))});
     console.log(JSON.stringify({ node: h.missingNode(26), nats: h.setupHint('scripts/setup.sh', 'none') }));`;
-  const installed = JSON.parse(childProcess.execFileSync(process.execPath, ['-e', probe], { env, encoding: 'utf8' }));
+  const installed = JSON.parse(childProcess.execFileSync(process.execPath, ['-e', probe], { env, encoding: 'utf8', timeout: 30_000 }));
   assert.doesNotMatch(installed.node, /scripts\//);
   assert.match(installed.node, /PROCWIRE_BENCH_NODE26/);
   assert.strictEqual(installed.nats, 'none');
   // The source checkout does ship them, and says so.
   const checkout = JSON.parse(childProcess.execFileSync(process.execPath,
     ['-e', probe.replace(JSON.stringify(path.join(dest, 'bench', 'lib', 'harness.js')), JSON.stringify(path.join(ROOT, 'bench', 'lib', 'harness.js')))],
-    { env, encoding: 'utf8' }));
+    { env, encoding: 'utf8', timeout: 30_000 }));
   assert.match(checkout.node, /scripts\/setup-nodes\.sh 26 installs it/);
 });
 

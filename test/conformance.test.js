@@ -10,11 +10,17 @@ const test = require('node:test');
 const assert = require('node:assert');
 const crypto = require('crypto');
 const { once } = require('events');
-const { TRANSPORTS, PROFILES, open, waitExit, natsServer } = require('./helpers/transports');
+const { TRANSPORTS, PROFILES, open, waitExit, stopNatsServer } = require('./helpers/transports');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
-const { nextMessage } = require('./helpers/messages');
+const { messageWithin } = require('./helpers/messages');
+const { withTimeout } = require('./helpers/wait');
 
 const BIG_TIMEOUT = 120_000;
+// Waits inside a case end before the case's own limit, so that a case that
+// fails says what it waited for; waits for messages also end when the
+// channel closes.
+const WAIT = 30_000;
+const BIG_WAIT = 100_000;
 
 // Sends 0..n-1 as fast as backpressure allows: on false, waits for 'drain'.
 async function sendStream(channel, n) {
@@ -28,10 +34,7 @@ async function sendStream(channel, n) {
   return falses;
 }
 
-test.after(async () => {
-  const nats = await natsServer();
-  if (nats !== null) await nats.stop();
-});
+test.after(() => stopNatsServer());
 
 for (const transport of TRANSPORTS) {
   const profile = PROFILES[transport];
@@ -47,12 +50,9 @@ for (const transport of TRANSPORTS) {
       const values = [{ a: 1 }, 'str', 42, true, [1, 2, 3], { nested: { deep: ['x'] } }, null];
       for (const v of values) channel.send({ op: 'echo', v });
       const got = [];
-      await new Promise((resolve) => {
-        const on = (m) => {
-          got.push(m.v);
-          if (got.length === values.length) { channel.off('message', on); resolve(); }
-        };
-        channel.on('message', on);
+      await messageWithin(channel, WAIT, 'the echoes', (m) => {
+        got.push(m.v);
+        return got.length === values.length;
       });
       assert.deepStrictEqual(got, values);
     });
@@ -62,7 +62,7 @@ for (const transport of TRANSPORTS) {
       channel.send({ op: 'count-start', slow: scaled(50_000) });
       const falses = await sendStream(channel, n);
       channel.send({ op: 'count-end' });
-      const result = await nextMessage(channel, (m) => m && m.op === 'count-result');
+      const result = await messageWithin(channel, BIG_WAIT, 'the count', (m) => m && m.op === 'count-result');
       assert.strictEqual(result.count, n);
       assert.strictEqual(result.bad, 0);
       // The slow receiver must have pushed back at least once: send() said
@@ -78,13 +78,10 @@ for (const transport of TRANSPORTS) {
       const sizes = [0, 1, 100, 4096, 65_536, 1 << 20, 16 << 20, 64 << 20].filter((n) => n <= profile.maxSize);
       const sent = sizes.map((size) => crypto.randomBytes(size));
       const got = [];
-      const done = new Promise((resolve) => {
-        const on = (m) => {
-          if (!m || m.op !== 'echo') return;
-          got.push(m);
-          if (got.length === sizes.length) { channel.off('message', on); resolve(); }
-        };
-        channel.on('message', on);
+      const done = messageWithin(channel, BIG_WAIT, 'the echoes', (m) => {
+        if (!m || m.op !== 'echo') return false;
+        got.push(m);
+        return got.length === sizes.length;
       });
       for (let i = 0; i < sizes.length; i++) channel.send({ op: 'echo', i, data: sent[i] });
       await done;
@@ -131,18 +128,15 @@ for (const transport of TRANSPORTS) {
       channel.send({ op: 'flood', n, close: transport !== 'fork-plain' });
       let expected = 0;
       let bad = 0;
-      await new Promise((resolve) => {
-        const on = (m) => {
-          if (typeof m !== 'number') return;
-          if (m !== expected) bad++;
-          expected++;
-          if (expected === n) { channel.off('message', on); resolve(); }
-        };
-        channel.on('message', on);
+      await messageWithin(channel, BIG_WAIT, 'the flood', (m) => {
+        if (typeof m !== 'number') return false;
+        if (m !== expected) bad++;
+        expected++;
+        return expected === n;
       });
       assert.strictEqual(bad, 0);
       if (transport !== 'fork-plain') {
-        const [reason] = await once(channel, 'close');
+        const [reason] = await withTimeout(once(channel, 'close'), WAIT, 'the close after the flood');
         assert.strictEqual(reason, 'peer-closed');
       }
     });
@@ -155,10 +149,12 @@ for (const transport of TRANSPORTS) {
     }
   });
 
-  test(`${transport}: peer killed with SIGKILL mid-stream closes the channel and rejects pending work`, { timeout: 60_000, skip }, async () => {
+  test(`${transport}: peer killed with SIGKILL mid-stream closes the channel and rejects pending work`, { timeout: 60_000, skip }, async (t) => {
     const fdsBefore = fdSnapshot();
     const peer = await open(transport);
     const { channel, child } = peer;
+    // Also when a wait outlives the test's limit and the finally never runs.
+    t.after(() => peer.cleanup());
     try {
       // Requests that will never be answered: the peer delays, then dies.
       // Settled at once into values, so no rejection is ever unhandled.
@@ -168,7 +164,7 @@ for (const transport of TRANSPORTS) {
       for (let i = 0; i < 64; i++) channel.send({ op: 'count-start', big }, (err) => { if (err) callbackErrors.push(err); });
       const closed = once(channel, 'close');
       child.kill('SIGKILL');
-      const [reason] = await closed;
+      const [reason] = await withTimeout(closed, WAIT, 'the close after SIGKILL');
       assert.ok(['peer-closed', 'peer-reset'].includes(reason), `close reason ${reason}`);
       // Over NATS the broker may answer first that nobody subscribes any more.
       const codes = transport === 'nats' ? ['ERR_PROCWIRE_CHANNEL_CLOSED', 'ERR_PROCWIRE_PEER_UNREACHABLE']
@@ -189,15 +185,16 @@ for (const transport of TRANSPORTS) {
     }
   });
 
-  test(`${transport}: close() during heavy send flushes everything first`, { timeout: 60_000, skip }, async () => {
+  test(`${transport}: close() during heavy send flushes everything first`, { timeout: 60_000, skip }, async (t) => {
     const peer = await open(transport);
+    t.after(() => peer.cleanup());
     try {
       const { channel } = peer;
       channel.send({ op: 'count-start' });
       const n = scaled(200_000);
       for (let i = 0; i < n; i++) channel.send(i);
       channel.send({ op: 'count-end' });
-      const result = nextMessage(channel, (m) => m && m.op === 'count-result');
+      const result = messageWithin(channel, WAIT, 'the count', (m) => m && m.op === 'count-result');
       // Replies may still arrive while we flush; close only after the peer
       // counted, to observe that nothing queued was dropped by close().
       const r = await result;
@@ -206,7 +203,7 @@ for (const transport of TRANSPORTS) {
       for (let i = 0; i < scaled(50_000); i++) channel.send(i);
       const closed = once(channel, 'close');
       channel.close();
-      const [reason] = await closed;
+      const [reason] = await withTimeout(closed, WAIT, 'the close');
       assert.strictEqual(reason, 'local');
       assert.strictEqual(channel.writableLength, 0, 'queue flushed before close');
     } finally {
@@ -216,21 +213,18 @@ for (const transport of TRANSPORTS) {
 }
 
 for (const transport of ['fork-plain', 'fork-procwire']) {
-  test(`${transport}: json serialization round trip`, { timeout: 60_000 }, async () => {
+  test(`${transport}: json serialization round trip`, { timeout: 60_000 }, async (t) => {
     const peer = await open(transport, { serialization: 'json' });
-    try {
-      const { channel } = peer;
-      assert.strictEqual(channel.serialization, 'json');
-      const values = [{ a: 'é€😀' }, [1, 'two', null], 'line\nbreak', 3.5];
-      for (const v of values) channel.send({ op: 'echo', v });
-      const got = [];
-      await new Promise((resolve) => {
-        const on = (m) => { got.push(m.v); if (got.length === values.length) { channel.off('message', on); resolve(); } };
-        channel.on('message', on);
-      });
-      assert.deepStrictEqual(got, values);
-    } finally {
-      await peer.cleanup();
-    }
+    t.after(() => peer.cleanup());
+    const { channel } = peer;
+    assert.strictEqual(channel.serialization, 'json');
+    const values = [{ a: 'é€😀' }, [1, 'two', null], 'line\nbreak', 3.5];
+    for (const v of values) channel.send({ op: 'echo', v });
+    const got = [];
+    await messageWithin(channel, WAIT, 'the echoes', (m) => {
+      got.push(m.v);
+      return got.length === values.length;
+    });
+    assert.deepStrictEqual(got, values);
   });
 }

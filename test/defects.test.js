@@ -13,6 +13,7 @@ const path = require('path');
 const procwire = require('..');
 const { binding } = require('../lib/native');
 const { namedPair, uniqueName } = require('./helpers/pair');
+const { sleep, withTimeout, until } = require('./helpers/wait');
 
 const TIMEOUT = { timeout: 20000 };
 const native = procwire.native;
@@ -20,9 +21,6 @@ const native = procwire.native;
 // 'close' with its arguments; events.once would reject on the 'error' that
 // precedes it.
 const closeOf = (channel) => new Promise((resolve) => channel.once('close', (...args) => resolve(args)));
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const withTimeout = (promise, ms, what) => Promise.race([promise,
-  new Promise((resolve, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
 
 async function pairWith(serverOptions, clientOptions) {
   const name = uniqueName();
@@ -56,7 +54,7 @@ test('backpressure still holds after honest acknowledgements (accounting intact)
   const got = [];
   p.serverSide.on('message', (m) => got.push(m));
   for (let i = 0; i < 20; i++) p.client.send(Buffer.alloc(64 * 1024, i));
-  while (got.length < 20) await sleep(10);
+  await until(() => got.length >= 20, 10000, 'the 20 messages');
   await sleep(50);
   assert.strictEqual(p.client.writableLength, 0);
   assert.strictEqual(p.client.send(Buffer.alloc(2 * 1024 * 1024)), false, 'send() no longer reports backpressure');
@@ -71,10 +69,10 @@ test('a shared-memory segment over the receiver\'s maxMessageSize is refused; th
   p.serverSide.on('messageerror', (err) => errors.push(err));
   p.serverSide.on('message', (m) => got.push(m));
   // Wait for the capability notice so the big buffer goes out of line.
-  while (!p.client.stats().outOfLine.enabled) await sleep(5);
+  await until(() => p.client.stats().outOfLine.enabled, 10000, 'the capability notice', 5);
   p.client.send({ big: Buffer.alloc(2 * 1024 * 1024, 1) });
   p.client.send({ after: true });
-  while (got.length < 1) await sleep(10);
+  await until(() => got.length >= 1, 10000, 'the message after the refused one');
   assert.deepStrictEqual(got, [{ after: true }]);
   assert.strictEqual(errors.length, 1);
   assert.strictEqual(errors[0].code, 'ERR_PROCWIRE_SEGMENT');
@@ -96,7 +94,7 @@ test('send() refuses a message over maxMessageSize before writing a byte; the ch
   assert.throws(() => p.client.send({ owned }, { transfer: [owned] }), (err) => err.code === 'ERR_PROCWIRE_MESSAGE_TOO_LARGE');
   assert.strictEqual(owned.byteLength, 100 * 1024, 'a refused transfer must not detach');
   p.client.send({ small: 1 });
-  while (got.length < 1) await sleep(5);
+  await until(() => got.length >= 1, 10000, 'the small message', 5);
   assert.deepStrictEqual(got, [{ small: 1 }]);
   assert.ok(p.client.connected && p.serverSide.connected);
   assert.ok(p.client.stats().bytesOut - before < 1024);
@@ -113,7 +111,7 @@ test('the no-listener backlog is bounded in bytes: reading pauses, nothing is dr
   assert.ok(held >= 32, `only ${held} messages were read`);
   const got = [];
   p.serverSide.on('message', (m) => got.push(m.i));
-  while (got.length < 100) await sleep(20);
+  await until(() => got.length >= 100, 15000, 'the 100 backlogged messages', 20);
   assert.deepStrictEqual(got, Array.from({ length: 100 }, (_, i) => i));
 });
 
@@ -147,7 +145,7 @@ test('small received views do not pin the 256 KiB read block', TIMEOUT, async (t
     p.client.send({ b: Buffer.from([i & 0xff]) });
     if (i % 100 === 99) await sleep(2);
   }
-  while (kept.length < 2000) await sleep(10);
+  await until(() => kept.length >= 2000, 15000, 'the 2000 small messages');
   const blocks = new Set(kept.map((b) => b.buffer));
   const pinned = [...blocks].filter((ab) => ab.byteLength >= 256 * 1024).length;
   assert.strictEqual(pinned, 0, `${pinned} read blocks are pinned by one-byte Buffers`);
@@ -275,7 +273,7 @@ test(`a procwire child (${what}) that pauses its channel from a message listener
   let out = '';
   child.stdout.on('data', (d) => { out += d; });
   child.send({ hello: 1 });
-  while (!out.includes('got')) await sleep(10);
+  await until(() => out.includes('got'), 10000, 'the child\'s "got" line');
   await sleep(1000);
   assert.strictEqual(child.exitCode, null, 'the paused child exited');
   child.disconnect();
@@ -302,7 +300,7 @@ test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a de
     for (let i = 0; i < 20; i++) p.client._sendRaw(frame);
     // One within the limit still decodes.
     p.client.send({ small: new ArrayBuffer(8, { maxByteLength: 1024 }) });
-    while (got.length < 1) await sleep(10);
+    await until(() => got.length >= 1, 10000, 'the resizable buffer within the limit');
     assert.strictEqual(errors.length, 20);
     for (const err of errors) {
       assert.strictEqual(err.code, 'ERR_PROCWIRE_DECODE');

@@ -19,13 +19,17 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const os = require('os');
-const net = require('net');
 const path = require('path');
 const childProcess = require('child_process');
+const { spawnGroup, killGroup } = require('./helpers/group');
+const { startNatsServer } = require('./helpers/nats-server');
 
 const root = path.join(__dirname, '..');
 const pkg = require('../package.json');
 const RUN_TIMEOUT = 30_000;
+// Each test below takes a few seconds; together their limits stay well
+// inside the 600 s scripts/test.sh gives this file.
+const DOCS_TIMEOUT = 180_000;
 // Fragments are allowed, but few: most blocks must be runnable as written.
 const MAX_FRAGMENTS = 12;
 
@@ -70,23 +74,24 @@ function sandbox(t) {
 }
 
 // Runs a program in its own process group, so a hung program and anything it
-// started are killed together at the deadline.
+// started are killed together at the deadline (and, by helpers/group.js,
+// when this test process ends or is stopped first).
 function run(file, cwd, env) {
   return new Promise((resolve) => {
-    const child = childProcess.spawn(process.execPath, [file], {
-      cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    const child = spawnGroup(process.execPath, [file], {
+      cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     child.stderr.on('data', (d) => { out += d; });
     const timer = setTimeout(() => {
       out += `\n[killed after ${RUN_TIMEOUT} ms: the program did not exit by itself]`;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone already */ }
+      killGroup(child);
     }, RUN_TIMEOUT);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       // Whatever the program left behind in its group goes too.
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left */ }
+      killGroup(child);
       resolve({ code, signal, out });
     });
   });
@@ -101,30 +106,16 @@ function hasNatsServer() {
   }
 }
 
+// A private nats-server for the programs, stopped when test `t` ends.
 async function startNats(t) {
-  const port = await new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    }).on('error', reject);
-  });
-  const server = childProcess.spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  t.after(() => server.kill('SIGKILL'));
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); }).on('error', () => resolve(false));
-    });
-    if (ok) break;
-    assert.ok(Date.now() < deadline, 'nats-server did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return `nats://127.0.0.1:${port}`;
+  const server = await startNatsServer();
+  t.after(() => server.stop());
+  return server.url;
 }
 
 const usesNats = (code) => /NATS_URL|nats:\/\//.test(code);
 
-test('every runnable code block of README.md and docs/*.md runs and exits by itself', { timeout: 600_000 }, async (t) => {
+test('every runnable code block of README.md and docs/*.md runs and exits by itself', { timeout: DOCS_TIMEOUT }, async (t) => {
   const natsUrl = hasNatsServer() ? await startNats(t) : null;
   let ran = 0;
   let stated = 0;
@@ -160,7 +151,7 @@ test('every runnable code block of README.md and docs/*.md runs and exits by its
   t.diagnostic(`${ran} programs run, ${stated} stated outputs checked`);
 });
 
-test('fragments are few, marked, and parse', { timeout: 120_000 }, (t) => {
+test('fragments are few, marked, and parse', { timeout: 60_000 }, (t) => {
   const dir = sandbox(t);
   let fragments = 0;
   let total = 0;
@@ -187,7 +178,7 @@ test('fragments are few, marked, and parse', { timeout: 120_000 }, (t) => {
   assert.ok(fragments * 4 <= total, 'at most a quarter of the blocks may be fragments');
 });
 
-test('every example runs and exits by itself', { timeout: 600_000 }, async (t) => {
+test('every example runs and exits by itself', { timeout: DOCS_TIMEOUT }, async (t) => {
   const dir = path.join(root, 'examples');
   const examples = fs.readdirSync(dir).filter((f) => f.endsWith('.js') || f.endsWith('.mjs')).sort();
   assert.ok(examples.length >= 8, 'examples/ holds the main uses');

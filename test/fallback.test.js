@@ -20,6 +20,8 @@ const { once } = require('events');
 const procwire = require('..');
 const corpus = require('./fixtures/corpus');
 const { makeError } = require('../lib/errors');
+const { withTimeout, exitOf, unlessExited, killChild } = require('./helpers/wait');
+const { spawnGroup, killGroup } = require('./helpers/group');
 
 const T = { timeout: 60_000 };
 const ROOT = path.join(__dirname, '..');
@@ -170,7 +172,7 @@ describe('bindings match fallback', { skip: NO_NATIVE }, () => {
     }
   });
 
-  test('a native parent and a fallback child talk over a fork channel, both ways', { timeout: 60_000 }, async () => {
+  test('a native parent and a fallback child talk over a fork channel, both ways', { timeout: 60_000 }, async (t) => {
     const cases = corpus.build().filter((c) => c.send && !c.cleanup);
     // outOfLine 'never': the JS fallback cannot receive descriptors, so it
     // cannot take shared-memory segments (large views) from a native peer.
@@ -180,66 +182,80 @@ describe('bindings match fallback', { skip: NO_NATIVE }, () => {
       outOfLine: 'never',
     });
     child.stderr.resume();
-    try {
-      const got = [];
-      const done = new Promise((resolve) => {
-        child.channel.on('message', (m) => {
-          got.push(m);
-          if (got.length === cases.length) resolve();
-        });
+    const exited = exitOf(child);
+    // child.channel is null once disconnected: keep our own.
+    const channel = child.channel;
+    t.after(() => {
+      channel.destroy();
+      return killChild(child, exited);
+    });
+    const got = [];
+    const done = new Promise((resolve) => {
+      channel.on('message', (m) => {
+        got.push(m);
+        if (got.length === cases.length) resolve();
       });
-      cases.forEach((c, i) => child.send({ op: 'echo', i, v: c.value }));
-      await done;
-      got.forEach((m, i) => {
-        assert.strictEqual(m.i, i);
-        corpus.assertCase(cases[i], m.v, 'echoed by the fallback child');
-      });
-      assert.deepStrictEqual(await child.channel.request({ x: 1 }, { timeout: 10_000 }), { echo: { x: 1 } });
-    } finally {
-      child.channel.destroy();
-      child.kill('SIGKILL');
-    }
+    });
+    cases.forEach((c, i) => child.send({ op: 'echo', i, v: c.value }));
+    await withTimeout(unlessExited(done, exited, 'the echoes'), 30_000, 'the echoes');
+    got.forEach((m, i) => {
+      assert.strictEqual(m.i, i);
+      corpus.assertCase(cases[i], m.v, 'echoed by the fallback child');
+    });
+    assert.deepStrictEqual(await channel.request({ x: 1 }, { timeout: 10_000 }), { echo: { x: 1 } });
   });
 
-  test('a fallback client connects to a native named server (key-file handshake included)', { timeout: 60_000 }, async () => {
+  test('a fallback client connects to a native named server (key-file handshake included)', { timeout: 60_000 }, async (t) => {
     const name = `fb-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
     const server = procwire.listen(name);
+    let channel = null;
+    t.after(() => {
+      if (channel !== null) channel.destroy();
+      server.close();
+    });
     await server.ready;
     const gotChannel = once(server, 'channel');
     const child = childProcess.spawn(process.execPath, [PEER, 'named', name], {
       stdio: ['inherit', 'inherit', 'pipe'], env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' },
     });
     child.stderr.resume();
-    try {
-      const [channel] = await gotChannel;
-      channel.send({ op: 'echo', v: [1, 'two', Buffer.from('three')] });
-      const [m] = await once(channel, 'message');
-      assert.deepStrictEqual(m, { op: 'echo', v: [1, 'two', Buffer.from('three')] });
-      channel.destroy();
-    } finally {
-      server.close();
-      child.kill('SIGKILL');
-    }
+    const exited = exitOf(child);
+    t.after(() => killChild(child, exited));
+    // A peer that dies before it connects fails the test at once.
+    [channel] = await withTimeout(unlessExited(gotChannel, exited, 'its connection'), 20_000, 'the fallback client');
+    channel.send({ op: 'echo', v: [1, 'two', Buffer.from('three')] });
+    const [m] = await withTimeout(once(channel, 'message'), 10_000, 'the echo');
+    assert.deepStrictEqual(m, { op: 'echo', v: [1, 'two', Buffer.from('three')] });
+    channel.destroy();
   });
 });
 
 // The existing suites, whole, through the fallback. Run once per Node line
-// like every other file here; one child `node --test` process.
-test('conformance, channel, codec and framer suites pass through the JS fallback', { timeout: 15 * 60_000 }, async (t) => {
+// like every other file here; one child `node --test` process. It takes
+// about half a minute; the limits leave this file well inside the 600 s
+// scripts/test.sh gives it.
+test('conformance, channel, codec and framer suites pass through the JS fallback', { timeout: 300_000 }, async (t) => {
   const files = ['conformance', 'channel', 'codec', 'framer'].map((f) => path.join(__dirname, `${f}.test.js`));
   const env = { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' };
   // Set by the outer test runner; the inner one must run as a runner too.
   delete env.NODE_TEST_CONTEXT;
-  const child = childProcess.spawn(process.execPath,
+  // In a process group of its own: the inner runner starts a process per
+  // test file, and a kill at the deadline (or when this test ends) must
+  // reach those as well, not only the runner.
+  const child = spawnGroup(process.execPath,
     ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
       cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'],
     });
+  const exited = exitOf(child);
+  t.after(() => killGroup(child));
   let output = '';
   child.stdout.on('data', (d) => { output += d; });
   child.stderr.on('data', (d) => { output += d; });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 14 * 60_000);
-  const [code, signal] = await once(child, 'exit');
+  const timer = setTimeout(() => killGroup(child), 270_000);
+  const { code, signal } = await exited;
   clearTimeout(timer);
+  // Whatever the runner left behind in its group goes too.
+  killGroup(child);
   const count = (word) => {
     const m = output.match(new RegExp(`^ℹ ${word} (\\d+)`, 'm'));
     return m ? Number(m[1]) : NaN;
@@ -289,7 +305,7 @@ test('lib/ uses no private Node APIs, patched globals or fake descriptors', () =
 // fork() under the fallback: a plain Node child on Node's own IPC, the
 // parent's end a net.Socket over the pipe libuv made; both formats, and the
 // channel reports no descriptor-based capability.
-test('fallback fork: a plain Node child talks both ways in both formats', { timeout: 60_000 }, async () => {
+test('fallback fork: a plain Node child talks both ways in both formats', { timeout: 60_000 }, async (t) => {
   const script = [
     "const procwire = require(process.argv[1]);",
     "const assert = require('assert');",
@@ -309,25 +325,26 @@ test('fallback fork: a plain Node child talks both ways in both formats', { time
   const dir = fsp.mkdtempSync(path.join(os.tmpdir(), 'pw-fb-'));
   const child = path.join(dir, 'echo.js');
   fsp.writeFileSync(child, echo);
-  try {
-    const p = childProcess.spawn(process.execPath, ['-e', script, ROOT, child], {
-      env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => { stdout += d; });
-    p.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => p.kill('SIGKILL'), 50_000);
-    const [code] = await once(p, 'exit');
-    clearTimeout(timer);
-    assert.strictEqual(code, 0, stderr);
-    const out = JSON.parse(stdout);
-    for (const s of ['json', 'advanced']) {
-      assert.deepStrictEqual(out.filter((r) => r[0] === s).sort(), [[s, 2, 100000], [s, 'exit', 0]].sort());
-    }
-    // Exactly one PROCWIRE_FALLBACK warning.
-    assert.strictEqual(stderr.match(/PROCWIRE_FALLBACK/g).length, 1, stderr);
-  } finally {
+  let p = null;
+  t.after(() => {
+    if (p !== null && p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     fsp.rmSync(dir, { recursive: true, force: true });
+  });
+  p = childProcess.spawn(process.execPath, ['-e', script, ROOT, child], {
+    env: { ...process.env, PROCWIRE_FORCE_FALLBACK: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  p.stdout.on('data', (d) => { stdout += d; });
+  p.stderr.on('data', (d) => { stderr += d; });
+  const timer = setTimeout(() => p.kill('SIGKILL'), 50_000);
+  const [code] = await once(p, 'exit');
+  clearTimeout(timer);
+  assert.strictEqual(code, 0, stderr);
+  const out = JSON.parse(stdout);
+  for (const s of ['json', 'advanced']) {
+    assert.deepStrictEqual(out.filter((r) => r[0] === s).sort(), [[s, 2, 100000], [s, 'exit', 0]].sort());
   }
+  // Exactly one PROCWIRE_FALLBACK warning.
+  assert.strictEqual(stderr.match(/PROCWIRE_FALLBACK/g).length, 1, stderr);
 });

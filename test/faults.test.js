@@ -9,6 +9,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const { once } = require('events');
 const procwire = require('..');
+const { withTimeout, until, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
   const role = process.argv[3];
@@ -39,44 +40,60 @@ function alive(pid) {
   try { process.kill(pid, 0); return true; } catch { return false; }
 }
 
-test('a procwire child whose parent is killed sees the channel close and exits on its own', { timeout: 30_000 }, async () => {
+test('a procwire child whose parent is killed sees the channel close and exits on its own', { timeout: 30_000 }, async (t) => {
   const middle = childProcess.spawn(process.execPath, [__filename, 'child', 'middle'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const middleExited = exitOf(middle);
+  // The middle process waits to be killed, so it is killed whatever happens.
+  t.after(() => killChild(middle, middleExited));
   let out = '';
   middle.stdout.on('data', (d) => { out += d; });
-  for (let i = 0; i < 500 && !/grandchild \d+/.test(out); i++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => /grandchild \d+/.test(out), 10_000, 'the grandchild\'s pid', 20);
   const pid = Number(/grandchild (\d+)/.exec(out)[1]);
+  // A grandchild that fails to exit on its own is killed here, after the
+  // assertion below has failed.
+  t.after(() => { if (alive(pid)) process.kill(pid, 'SIGKILL'); });
   assert.ok(alive(pid));
   middle.kill('SIGKILL');
-  await once(middle, 'exit');
+  await middleExited;
   // The grandchild must notice (EOF on its channel) and exit by itself.
   let gone = false;
   for (let i = 0; i < 250 && !gone; i++) {
     await new Promise((r) => setTimeout(r, 20));
     gone = !alive(pid);
   }
-  if (!gone) process.kill(pid, 'SIGKILL');
   assert.ok(gone, 'the orphaned procwire child exited once its parent died');
 });
 
-test('deleting the socket file under a live server: open channels go on, new connects fail cleanly, the name can be reused', { timeout: 20_000 }, async () => {
+test('deleting the socket file under a live server: open channels go on, new connects fail cleanly, the name can be reused', { timeout: 20_000 }, async (t) => {
+  // Everything this test opens, closed when it ends, also when it fails.
+  const opened = [];
+  t.after(() => {
+    for (const thing of opened) {
+      if (typeof thing.destroy === 'function') thing.destroy(); else thing.close();
+    }
+  });
   const name = uniqueName();
   const server = procwire.listen(name);
+  opened.push(server);
   await server.ready;
-  server.on('channel', (ch) => ch.on('message', (m) => ch.send(m)));
+  server.on('channel', (ch) => { opened.push(ch); ch.on('message', (m) => ch.send(m)); });
   const client = await procwire.connect(name);
+  opened.push(client);
   const file = server.address().path;
   fs.unlinkSync(file);
   client.send({ still: 1 });
-  const [m] = await once(client, 'message');
+  const [m] = await withTimeout(once(client, 'message'), 5000, 'the echo on the established channel');
   assert.deepStrictEqual(m, { still: 1 }, 'the established channel is unaffected');
   await assert.rejects(procwire.connect(name), { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
   // A new server may take the name while the old one still runs.
   const second = procwire.listen(name);
+  opened.push(second);
   await second.ready;
-  second.on('channel', (ch) => ch.on('message', (x) => ch.send({ second: x })));
+  second.on('channel', (ch) => { opened.push(ch); ch.on('message', (x) => ch.send({ second: x })); });
   const c2 = await procwire.connect(name);
+  opened.push(c2);
   c2.send(1);
-  const [m2] = await once(c2, 'message');
+  const [m2] = await withTimeout(once(c2, 'message'), 5000, 'the second server\'s echo');
   assert.deepStrictEqual(m2, { second: 1 });
   // Closing the first server must not remove the second one's file.
   server.close();
@@ -84,6 +101,7 @@ test('deleting the socket file under a live server: open channels go on, new con
   c2.destroy();
   client.destroy();
   const c3 = await procwire.connect(name);
+  opened.push(c3);
   c3.destroy();
   second.close();
 });
@@ -106,7 +124,8 @@ test('a would-block storm (sender ignoring backpressure into a stalled receiver)
       if (expected === n) resolve();
     }));
     s.resume();
-    await done;
+    // Bounded, so that the finally closes the pair also when messages are lost.
+    await withTimeout(done, 45_000, `${n} messages`);
     assert.strictEqual(bad, 0);
     assert.strictEqual(acknowledged, n, 'every callback reported success');
     assert.ok(client.stats().writeCalls > 2, 'the writes were spread over many would-block rounds');

@@ -16,6 +16,7 @@ const path = require('path');
 const url = require('url');
 const procwire = require('..');
 const { binding } = require('../lib/native');
+const wait = require('./helpers/wait');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'fork-child.js');
 const CLUSTER_FIXTURE = path.join(__dirname, 'fixtures', 'cluster-http.js');
@@ -69,14 +70,13 @@ function thrown(fn) {
   return null;
 }
 
+// Every step of these tests is bounded by STEP_TIMEOUT.
 function withTimeout(promise, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), STEP_TIMEOUT);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  return wait.withTimeout(promise, STEP_TIMEOUT, what);
+}
+
+function until(cond, what) {
+  return wait.until(cond, STEP_TIMEOUT, what);
 }
 
 // The next 'message' (message, handle) that satisfies `accept`.
@@ -340,6 +340,7 @@ test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends
       await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
       const accepted = once(server, 'connection');
       const client = net.connect(server.address().port, '127.0.0.1');
+      cleanups.push(() => client.destroy());
       const [socket] = await accepted;
       const replies = [];
       const collect = (m) => replies.push(m);
@@ -354,10 +355,7 @@ test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends
       obs.queuedWhilePending = Array.isArray(child._handleQueue);
       for (let i = 0; i < 5; i++) child.send({ op: 'echo', value: i });
       obs.clientRead = (await readAll(client)).replace(String(child.pid), 'PID');
-      await withTimeout(new Promise((resolve) => {
-        const check = () => (replies.length >= 6 ? resolve() : setTimeout(check, 10));
-        check();
-      }), 'replies');
+      await until(() => replies.length >= 6, 'replies');
       child.removeListener('message', collect);
       obs.order = replies;
       obs.queueAfterAck = child._handleQueue;
@@ -365,20 +363,27 @@ test('handles from the parent: net.Socket, net.Server, dgram.Socket; later sends
 
       // A listening server: the child accepts on it once ours is closed.
       const shared = net.createServer(() => assert.fail('the parent closed its copy'));
+      cleanups.push(() => shared.close());
       await new Promise((resolve) => shared.listen(0, '127.0.0.1', resolve));
       const sharedPort = shared.address().port;
       child.send({ what: 'server' }, shared);
       obs.serverGot = (await nextMessage(child, (m) => m.kind !== undefined)).message;
       shared.close();
-      obs.serverRead = (await readAll(net.connect(sharedPort, '127.0.0.1'))).replace(String(child.pid), 'PID');
+      const sharedClient = net.connect(sharedPort, '127.0.0.1');
+      cleanups.push(() => sharedClient.destroy());
+      obs.serverRead = (await readAll(sharedClient)).replace(String(child.pid), 'PID');
 
       // A bound UDP socket.
       const udp = dgram.createSocket('udp4');
+      // Closed below once sent; closing it twice would throw.
+      let udpClosed = false;
+      cleanups.push(() => { if (!udpClosed) udp.close(); });
       await new Promise((resolve) => udp.bind(0, '127.0.0.1', resolve));
       const udpPort = udp.address().port;
       child.send({ what: 'udp' }, udp);
       obs.udpGot = (await nextMessage(child, (m) => m.kind !== undefined)).message;
       udp.close();
+      udpClosed = true;
       const probe = dgram.createSocket('udp4');
       cleanups.push(() => probe.close());
       const answer = once(probe, 'message');
@@ -399,10 +404,14 @@ test('handles from the child: a connection and a listening server reach the pare
     // It answers only when spoken to, so no byte is read by the sending end
     // before the handle changes hands.
     const server = net.createServer((s) => s.once('data', (d) => s.end(`hello ${d}`)));
+    // The handles received from the child, and a connection to the server
+    // among them, closed in the finally whatever step failed.
+    const cleanups = [];
     try {
       await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
       child.send({ op: 'sendSocket', port: server.address().port });
       const got = await nextMessage(child);
+      if (got.handle instanceof net.Socket) cleanups.push(() => got.handle.destroy());
       obs.socketMessage = got.message;
       obs.socketIsSocket = got.handle instanceof net.Socket;
       got.handle.write('parent');
@@ -411,13 +420,17 @@ test('handles from the child: a connection and a listening server reach the pare
       child.send({ op: 'sendServer' });
       const gotServer = await nextMessage(child);
       obs.serverIsServer = gotServer.handle instanceof net.Server;
+      if (obs.serverIsServer) cleanups.push(() => gotServer.handle.close());
       gotServer.handle.on('connection', (s) => s.end('the parent took it over'));
       // The child closes its copy once sent; ours keeps listening.
       await new Promise((resolve) => setTimeout(resolve, 100));
-      obs.serverRead = await readAll(net.connect(gotServer.message.port, '127.0.0.1'));
+      const probe = net.connect(gotServer.message.port, '127.0.0.1');
+      cleanups.push(() => probe.destroy());
+      obs.serverRead = await readAll(probe);
       gotServer.handle.close();
       return obs;
     } finally {
+      for (const c of cleanups) c();
       server.close();
       await stop(child);
     }
@@ -451,11 +464,13 @@ test('keepOpen: the sender keeps using a socket it passed', { timeout: 60_000 },
   await sideBySide(t, async (variant) => {
     const child = variant.fork(FIXTURE, [], {});
     const server = net.createServer();
+    let client = null;
+    let socket = null;
     try {
       await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
       const accepted = once(server, 'connection');
-      const client = net.connect(server.address().port, '127.0.0.1');
-      const [socket] = await accepted;
+      client = net.connect(server.address().port, '127.0.0.1');
+      [socket] = await accepted;
       const text = readAll(client);
       // The child holds its copy open without writing.
       child.send({ hold: true }, socket, { keepOpen: true });
@@ -464,6 +479,8 @@ test('keepOpen: the sender keeps using a socket it passed', { timeout: 60_000 },
       socket.end('still the parent');
       return { got, stillOpen, read: await text };
     } finally {
+      if (client !== null) client.destroy();
+      if (socket !== null) socket.destroy();
       server.close();
       await stop(child);
     }
@@ -532,10 +549,7 @@ test('a NODE_HANDLE message that arrives without its descriptor is answered with
   raw.write(procwire.codec.advanced.encode({ cmd: 'NODE_HANDLE', type: 'net.Socket', msg: { x: 1 } }));
   raw.write(procwire.codec.advanced.encode({ after: true }));
   assert.deepStrictEqual(await withTimeout(nack, 'the NACK'), { cmd: 'NODE_HANDLE_NACK' });
-  await withTimeout(new Promise((resolve) => {
-    const check = () => (messages.length > 0 ? resolve() : setTimeout(check, 10));
-    check();
-  }), 'the next message');
+  await until(() => messages.length > 0, 'the next message');
   // The message itself is not delivered without its handle; the stream goes on.
   assert.deepStrictEqual(messages, [[{ after: true }, undefined]]);
 });

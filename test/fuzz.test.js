@@ -14,6 +14,7 @@ const fs = require('fs');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { withTimeout } = require('./helpers/wait');
 
 const SECONDS = Number(process.env.FUZZ_JS_SECONDS || 8);
 const SEED = Number(process.env.PROCWIRE_FUZZ_SEED || (Date.now() % 2 ** 31));
@@ -119,9 +120,13 @@ test(`fuzz: a live channel fed mutated frames keeps serving (seed ${SEED})`, { t
     ch.on('message', (m) => { if (m && m.ping) ch.send({ pong: m.ping }); });
   });
   let batches = 0;
+  // The clients still open when a wait or an assertion fails, closed in the
+  // finally below.
+  const clients = new Set();
   try {
     while (Date.now() < end) {
       const client = await procwire.connect(name, { auth: false });
+      clients.add(client);
       const closed = new Promise((resolve) => client.once('close', resolve));
       client.on('error', () => {});
       const stream = Buffer.concat(Array.from({ length: 8 }, () => mutate(seeds[rand(seeds.length)])));
@@ -135,15 +140,18 @@ test(`fuzz: a live channel fed mutated frames keeps serving (seed ${SEED})`, { t
       // bounded wait, not a failure.
       assert.ok(['pong', 'closed', 'silent'].includes(outcome));
       client.destroy();
+      clients.delete(client);
       batches++;
     }
     // The server still works for a clean client.
     const clean = await procwire.connect(name, { auth: false });
+    clients.add(clean);
     clean.send({ ping: 'final' });
-    const [m] = await once(clean, 'message');
+    const [m] = await withTimeout(once(clean, 'message'), 10_000, 'the final pong');
     assert.deepStrictEqual(m, { pong: 'final' });
     clean.destroy();
   } finally {
+    for (const client of clients) client.destroy();
     server.close();
   }
   process.stdout.write(`# channel: ${batches} batches, codes seen: ${[...codes].join(' ')}\n`);

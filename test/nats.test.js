@@ -7,32 +7,19 @@
 const assert = require('node:assert');
 const childProcess = require('node:child_process');
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 
 const procwire = require('..');
+const { sleep, withTimeout, until } = require('./helpers/wait');
 
 // ---- nats-server lifecycle ---------------------------------------------------------
 
 // Shared with the benchmarks: find the executable, pick a free port.
 const { findExecutable, freePort } = require('../bench/lib/servers');
 const findNatsServer = () => findExecutable('nats-server', []);
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function getJson(port, urlPath) {
-  return new Promise((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port, path: urlPath, timeout: 1000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => { try { resolve(JSON.parse(body)); } catch { resolve(null); } });
-    });
-    req.on('error', () => resolve(null));
-    req.on('timeout', () => { req.destroy(); resolve(null); });
-  });
-}
+// A node's monitor: GET /varz, /routez as JSON.
+const { getJson } = require('./helpers/nats-server');
 
 // One nats-server process. spec: { name, port, monitor, cluster?, routes? }.
 class NatsNode {
@@ -206,6 +193,39 @@ function tests() {
     })));
   }
 
+  // Every listener, channel and plain NATS connection a test opens, so the
+  // suite's after() closes what a failed test left open. An open one keeps
+  // reconnecting to the stopped nats-server for ever (procwire's NATS links
+  // never give up), and the test file would then never exit.
+  const opened = new Set();
+
+  function track(thing) {
+    opened.add(thing);
+    return thing;
+  }
+
+  // procwire.listen and procwire.connect, tracked; a listener's accepted
+  // channels are tracked too.
+  function listen(...args) {
+    const server = track(procwire.listen(...args));
+    server.on('channel', track);
+    return server;
+  }
+
+  function connect(...args) {
+    return procwire.connect(...args).then(track);
+  }
+
+  async function closeOpened() {
+    for (const thing of opened) {
+      try {
+        if (typeof thing.destroy === 'function') thing.destroy();
+        else await thing.close();
+      } catch { /* closed already, or its server is gone */ }
+    }
+    opened.clear();
+  }
+
   describe('procwire over NATS: one server', { skip, timeout: 120000 }, () => {
     let dir;
     let node;
@@ -220,6 +240,7 @@ function tests() {
     });
 
     after(async () => {
+      await closeOpened();
       await killChildren();
       if (node) await node.stop();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -229,10 +250,10 @@ function tests() {
       const s = subject();
       let serverChannel;
       const gotChannel = new Promise((r) => { serverChannel = r; });
-      const server = procwire.listen(url, { subject: s, ...listenOptions }, (ch) => serverChannel(ch));
+      const server = listen(url, { subject: s, ...listenOptions }, (ch) => serverChannel(ch));
       await server.ready;
-      const client = await procwire.connect(url, { subject: s, ...connectOptions });
-      const peer = await gotChannel;
+      const client = await connect(url, { subject: s, ...connectOptions });
+      const peer = await withTimeout(gotChannel, 10000, 'the accepted channel');
       return { server, client, peer, subject: s };
     }
 
@@ -266,8 +287,7 @@ function tests() {
       const { server, client, peer } = await pair({}, { serialization: 'json' });
       peer.respond((v) => ({ echo: v }));
       // A plain NATS request to the channel's subject reaches its responder.
-      const { connect } = require('nats');
-      const nc = await connect({ servers: url });
+      const nc = track(await require('nats').connect({ servers: url }));
       const reply = await nc.request(peer.subject, Buffer.from(JSON.stringify({ a: 1 })), { timeout: 2000 });
       assert.deepStrictEqual(JSON.parse(Buffer.from(reply.data).toString()), { echo: { a: 1 } });
       await nc.close();
@@ -317,13 +337,13 @@ function tests() {
     });
 
     it('fails to connect with coded errors', { timeout: 15000 }, async () => {
-      await assert.rejects(procwire.connect(url, { subject: `nobody.${process.pid}`, helloTimeout: 300 }),
+      await assert.rejects(connect(url, { subject: `nobody.${process.pid}`, helloTimeout: 300 }),
         { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
       const dead = await freePort();
-      await assert.rejects(procwire.connect(`nats://127.0.0.1:${dead}`, { subject: 'x', nats: { maxReconnectAttempts: 0 } }),
+      await assert.rejects(connect(`nats://127.0.0.1:${dead}`, { subject: 'x', nats: { maxReconnectAttempts: 0 } }),
         { code: 'ERR_PROCWIRE_CONNECT_FAILED' });
-      await assert.rejects(procwire.connect(url, { subject: 'bad subject' }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
-      await assert.rejects(procwire.connect(url, {}), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+      await assert.rejects(connect(url, { subject: 'bad subject' }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+      await assert.rejects(connect(url, {}), { code: 'ERR_PROCWIRE_INVALID_ARG' });
     });
 
     it("surfaces unacknowledged bytes as send() === false and 'drain'", { timeout: 30000 }, async () => {
@@ -365,11 +385,11 @@ function tests() {
       const s = subject();
       let gotChannel;
       const channel = new Promise((r) => { gotChannel = r; });
-      const server = procwire.listen(url, { subject: s, heartbeat: 100, peerTimeout: 600 }, (ch) => gotChannel(ch));
+      const server = listen(url, { subject: s, heartbeat: 100, peerTimeout: 600 }, (ch) => gotChannel(ch));
       await server.ready;
       const child = spawnChild({ role: 'client', url, subject: s });
       await once(child, 'message', 10000, 'ready');
-      const ch = await channel;
+      const ch = await withTimeout(channel, 10000, 'the child client\'s channel');
       const t0 = Date.now();
       process.kill(child.pid, 'SIGKILL');
       const [reason] = await once(ch, 'close', 5000);
@@ -383,6 +403,10 @@ function tests() {
     let dir;
     let nodes = [];
     const started = [];
+    // The pool test's kill-and-restart of n1, still running when that test
+    // failed: after() waits for it, or it would start n1 again after the
+    // nodes were stopped.
+    let restarting = null;
 
     before(async () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-nats-cluster-'));
@@ -390,7 +414,9 @@ function tests() {
     });
 
     after(async () => {
+      await closeOpened();
       await killChildren();
+      if (restarting) await restarting.catch(() => {});
       await Promise.all(started.map((n) => n.stop()));
       fs.rmSync(dir, { recursive: true, force: true });
     });
@@ -400,16 +426,16 @@ function tests() {
       const s = `reconnect.${process.pid}`;
       let gotChannel;
       const channel = new Promise((r) => { gotChannel = r; });
-      const server = procwire.listen(n2.url, { subject: s, servers: [n3.url], nats: { noRandomize: true } }, (ch) => gotChannel(ch));
+      const server = listen(n2.url, { subject: s, servers: [n3.url], nats: { noRandomize: true } }, (ch) => gotChannel(ch));
       await server.ready;
-      const client = await procwire.connect(n1.url, {
+      const client = await connect(n1.url, {
         subject: s, servers: [n2.url, n3.url], nats: { noRandomize: true, reconnectTimeWait: 200 },
       });
-      const peer = await channel;
+      const peer = await withTimeout(channel, 10000, 'the accepted channel');
       const got = [];
       peer.on('message', (m) => got.push(m));
       for (let i = 0; i < 100; i++) client.send(i);
-      while (got.length < 100) await sleep(10);
+      await until(() => got.length >= 100, 10000, 'the first 100 messages');
       const statuses = [];
       client.on('status', (st) => statuses.push(st.type));
       const disconnected = new Promise((resolve, reject) => {
@@ -449,7 +475,7 @@ function tests() {
       await Promise.all(workers.map((c) => once(c, 'message', 15000, 'worker ready')));
       const channels = [];
       for (let c = 0; c < CHANNELS; c++) {
-        channels.push(await procwire.connect(urls[0], {
+        channels.push(await connect(urls[0], {
           subject, servers: urls.slice(1), nats: { noRandomize: true, reconnectTimeWait: 200 }, helloTimeout: 10000,
         }));
       }
@@ -476,9 +502,11 @@ function tests() {
             done++;
             if (done === Math.floor(TOTAL / 4) && killedAt < 0) {
               killedAt = Date.now() - t0;
-              node.kill().then(() => sleep(1000)).then(() => node.start()).then(() => {
+              restarting = node.kill().then(() => sleep(1000)).then(() => node.start()).then(() => {
                 restartedAt = Date.now() - t0;
               });
+              // Awaited below, or by after() when the test fails first.
+              restarting.catch(() => {});
             }
             if (done === TOTAL || failure) resolve(); else issue();
           });
@@ -487,7 +515,9 @@ function tests() {
       });
       const elapsed = Date.now() - t0;
       if (failure) throw failure;
-      while (restartedAt < 0) await sleep(20);
+      // Once killed, n1 starts again on its own ports; a start that fails
+      // (a port taken meanwhile) fails the test here with nats-server's log.
+      await withTimeout(restarting, 30000, 'n1 to start again');
       await waitRoutes(nodes, 2);
       const retries = channels.reduce((s, ch) => s + (ch.retries || 0), 0);
       const missing = answered.reduce((s, v) => s + (v === 0 ? 1 : 0), 0);

@@ -7,6 +7,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const childProcess = require('child_process');
+const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -92,11 +93,40 @@ function lineFrom(child, predicate, timeoutMs) {
   });
 }
 
+// Namespaces are named pwA-<pid>-<random> and pwB-<pid>-<random> (the pid in
+// base 36), so that a run never meets a name of another run, and a run that
+// was killed before its cleanup leaves names the next run can recognise.
+const NS_NAME = /^pw[AB]-([0-9a-z]+)-[0-9a-f]+$/;
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
+
+// Deletes the namespaces (and with them their veth ends) of earlier runs
+// whose process is gone; those of runs still going are left alone.
+function deleteStaleNamespaces() {
+  for (const line of sh('ip', ['netns', 'list']).split('\n')) {
+    const name = line.split(' ')[0];
+    const m = NS_NAME.exec(name);
+    if (m && !alive(parseInt(m[1], 36))) {
+      try { sh('ip', ['netns', 'del', name]); } catch { /* deleted meanwhile */ }
+    }
+  }
+}
+
 const why = namespacesUsable();
 test('TCP + TLS + authenticated hello between two network namespaces (veth pair)', { timeout: 90_000, skip: why || false }, async (t) => {
-  const tag = (process.pid % 50000).toString(36);
-  const nsA = `pwA${tag}`;
-  const nsB = `pwB${tag}`;
+  deleteStaleNamespaces();
+  const run = `${process.pid.toString(36)}-${crypto.randomBytes(3).toString('hex')}`;
+  const nsA = `pwA-${run}`;
+  const nsB = `pwB-${run}`;
+  // Interface names have at most 15 characters: a random tag of 8.
+  const tag = crypto.randomBytes(4).toString('hex');
   const octet = 1 + (process.pid % 250);
   const ipA = `10.213.${octet}.1`;
   const ipB = `10.213.${octet}.2`;
@@ -105,6 +135,8 @@ test('TCP + TLS + authenticated hello between two network namespaces (veth pair)
   t.after(() => {
     for (const c of children) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
     for (const ns of [nsA, nsB]) { try { sh('ip', ['netns', 'del', ns]); } catch { /* gone */ } }
+    // The veth pair, in case it was made but not yet moved into a namespace.
+    try { sh('ip', ['link', 'del', `va${tag}`]); } catch { /* gone with its namespace */ }
     fs.rmSync(dir, { recursive: true, force: true });
   });
   sh('ip', ['netns', 'add', nsA]);

@@ -12,6 +12,7 @@ const net = require('net');
 const { once } = require('events');
 const procwire = require('..');
 const { uniqueName } = require('./helpers/pair');
+const { withTimeout, exitOf, unlessExited, killChild } = require('./helpers/wait');
 
 const MESSAGES = 100;
 
@@ -43,33 +44,38 @@ function blockFor(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-test('a peer that wrote, read what we sent and hung up: its messages arrive before the close', { timeout: 30_000 }, async () => {
+test('a peer that wrote, read what we sent and hung up: its messages arrive before the close', { timeout: 30_000 }, async (t) => {
   const name = uniqueName('gone');
   // The raw peer does not run the hello: the stream is what is tested.
   const server = procwire.listen(name, { auth: false, serialization: 'advanced', rings: 'never' });
+  let ch = null;
+  // In t.after, not a finally: it runs also when a wait below outlives the
+  // test's time limit.
+  t.after(() => {
+    if (ch !== null) ch.destroy();
+    server.close();
+  });
   await server.ready;
   const child = childProcess.spawn(process.execPath, [__filename, 'child-raw-writer', server.address().path], { stdio: 'inherit' });
-  try {
-    const [ch] = await once(server, 'channel');
-    const got = [];
-    const errors = [];
-    ch.on('message', (m) => got.push(m.i));
-    ch.on('error', (err) => errors.push(err));
-    const closed = new Promise((resolve) => ch.once('close', (reason, err) => resolve([reason, err])));
-    // More than the socket holds: the rest waits in the addon's queue, which
-    // the addon flushes itself when the socket is writable again.
-    const chunk = Buffer.alloc(64 * 1024, 1);
-    for (let i = 0; i < 128; i++) ch.send({ chunk });
-    // While this process is blocked the peer writes its messages, drains
-    // what we had sent and hangs up, so that, when we run again, the socket
-    // holds its messages and its end, and our queued bytes meet EPIPE.
-    setTimeout(() => blockFor(1500), 50);
-    const [reason, err] = await closed;
-    assert.deepStrictEqual(got, Array.from({ length: MESSAGES }, (_, i) => i), 'every message the peer sent, in order');
-    assert.strictEqual(reason, 'peer-closed', `closed with ${reason} ${err ? err.code : ''}`);
-    assert.deepStrictEqual(errors.map((e) => e.code), []);
-  } finally {
-    child.kill('SIGKILL');
-    server.close();
-  }
+  const exited = exitOf(child);
+  t.after(() => killChild(child, exited));
+  // A peer that died before it connected fails the test at once.
+  [ch] = await withTimeout(unlessExited(once(server, 'channel'), exited, 'its connection'), 10_000, 'the peer to connect');
+  const got = [];
+  const errors = [];
+  ch.on('message', (m) => got.push(m.i));
+  ch.on('error', (err) => errors.push(err));
+  const closed = new Promise((resolve) => ch.once('close', (reason, err) => resolve([reason, err])));
+  // More than the socket holds: the rest waits in the addon's queue, which
+  // the addon flushes itself when the socket is writable again.
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  for (let i = 0; i < 128; i++) ch.send({ chunk });
+  // While this process is blocked the peer writes its messages, drains
+  // what we had sent and hangs up, so that, when we run again, the socket
+  // holds its messages and its end, and our queued bytes meet EPIPE.
+  setTimeout(() => blockFor(1500), 50);
+  const [reason, err] = await withTimeout(closed, 15_000, 'the close');
+  assert.deepStrictEqual(got, Array.from({ length: MESSAGES }, (_, i) => i), 'every message the peer sent, in order');
+  assert.strictEqual(reason, 'peer-closed', `closed with ${reason} ${err ? err.code : ''}`);
+  assert.deepStrictEqual(errors.map((e) => e.code), []);
 });

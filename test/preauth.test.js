@@ -15,6 +15,7 @@ const os = require('os');
 const path = require('path');
 const readline = require('readline');
 const procwire = require('..');
+const { withTimeout } = require('./helpers/wait');
 
 const TIMEOUT = { timeout: 30000 };
 const SECRET = crypto.randomBytes(32).toString('hex');
@@ -117,9 +118,6 @@ async function legitimateClient(port) {
     },
   };
 }
-
-const withTimeout = (promise, ms, what) => Promise.race([promise,
-  new Promise((resolve, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
 
 test('large frames before the hello are cut off at their header; memory and loop stay flat; clients are served',
   TIMEOUT, async (t) => {

@@ -13,6 +13,7 @@ const { once } = require('events');
 const procwire = require('..');
 const { namedPair, uniqueName } = require('./helpers/pair');
 const { PEER, withTimeout, nextMessage, forkRingPeer } = require('./helpers/ring-peer');
+const { until } = require('./helpers/wait');
 const { VERSION: HELLO_VERSION } = require('../lib/auth')._internal;
 
 const TIMEOUT = { timeout: 120_000 };
@@ -53,7 +54,7 @@ test('named unix channels use rings after the hello', { ...TIMEOUT, skip }, asyn
   const got = [];
   p.serverSide.on('message', (m) => got.push(m));
   for (let i = 0; i < 1000; i++) p.client.send(i);
-  await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (got.length === 1000) { clearInterval(iv); resolve(); } }, 5); }), 20_000, 'messages');
+  await until(() => got.length === 1000, 20_000, 'messages', 5);
   assert.deepStrictEqual(got, Array.from({ length: 1000 }, (_, i) => i));
   assert.ok(p.client.stats().rings.messagesOut > 900);
   // The server sets up its ring in answer to the client's: by the time an
@@ -252,7 +253,7 @@ test('SIGKILL of the child mid-stream: the parent sees the close at once, messag
   let undecodable = 0;
   channel.on('messageerror', () => { undecodable++; });
   channel.send({ op: 'stream' });
-  await withTimeout(new Promise((resolve) => { const iv = setInterval(() => { if (next > 20_000) { clearInterval(iv); resolve(); } }, 5); }), 30_000, 'streaming');
+  await until(() => next > 20_000, 30_000, 'streaming', 5);
   const closed = once(channel, 'close');
   child.kill('SIGKILL');
   await withTimeout(closed, 5000, 'close after SIGKILL');
@@ -270,11 +271,9 @@ test('SIGKILL of the parent side mid-stream: its child sees the disconnect and e
   await new Promise((resolve) => setTimeout(resolve, 500));
   child.kill('SIGKILL');
   const start = Date.now();
-  await withTimeout(new Promise((resolve) => {
-    const iv = setInterval(() => {
-      try { process.kill(pid, 0); } catch { clearInterval(iv); resolve(); }
-    }, 10);
-  }), 10_000, 'the grandchild to exit');
+  await until(() => {
+    try { process.kill(pid, 0); return false; } catch { return true; }
+  }, 10_000, 'the grandchild to exit');
   t.diagnostic(`grandchild gone ${Date.now() - start} ms after its parent's SIGKILL`);
 });
 
@@ -328,16 +327,23 @@ test('an idle channel on rings uses no CPU on either side', { ...TIMEOUT, skip }
 test('no descriptor or mapping leaks over many channel open/close cycles', { ...TIMEOUT, skip }, async () => {
   const ringMaps = () => fs.readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.includes('procwire-ring')).length;
   const fds = () => fs.readdirSync('/proc/self/fd').length;
+  // Each wait is bounded and the pair closed whatever happens, so that a
+  // failed cycle fails the test instead of leaving its sockets to hold the
+  // process.
   const cycle = async () => {
     const p = await namedPair();
-    p.client.send('hello');
-    await nextMessage(p.serverSide, (m) => m === 'hello');
-    p.serverSide.send('back');
-    await nextMessage(p.client, (m) => m === 'back');
-    assert.strictEqual(p.client.stats().rings.enabled, true);
-    const closed = [once(p.client, 'close'), once(p.serverSide, 'close')];
-    p.close();
-    await Promise.all(closed);
+    try {
+      p.client.send('hello');
+      await withTimeout(nextMessage(p.serverSide, (m) => m === 'hello'), 10_000, 'hello');
+      p.serverSide.send('back');
+      await withTimeout(nextMessage(p.client, (m) => m === 'back'), 10_000, 'back');
+      assert.strictEqual(p.client.stats().rings.enabled, true);
+      const closed = [once(p.client, 'close'), once(p.serverSide, 'close')];
+      p.close();
+      await withTimeout(Promise.all(closed), 10_000, 'both ends to close');
+    } finally {
+      p.close();
+    }
   };
   await cycle();
   await new Promise((resolve) => setImmediate(resolve));

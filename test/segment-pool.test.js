@@ -10,10 +10,11 @@ const crypto = require('crypto');
 const fs = require('fs');
 const v8 = require('v8');
 const vm = require('vm');
-const { once } = require('events');
 const procwire = require('..');
 const { namedPair } = require('./helpers/pair');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
+const { withTimeout, exitOf, unlessExited, killChild } = require('./helpers/wait');
+const { messageWithin } = require('./helpers/messages');
 
 // Returns depend on the receiver's garbage collection; the tests force it.
 v8.setFlagsFromString('--expose-gc');
@@ -84,7 +85,17 @@ function mappedSegmentBytes() {
   return bytes;
 }
 
-// Polls until cond() holds (collecting garbage between tries), or fails.
+// Every wait is bounded, within each test's own limit, so that a message
+// that never comes fails the test and its finally still closes the pair.
+const WAIT = 10_000;
+
+// The next message on `channel`, or a failure naming `what`.
+function nextOf(channel, what) {
+  return messageWithin(channel, WAIT, what);
+}
+
+// Polls until cond() holds (collecting garbage between tries), or fails; not
+// the shared helpers/wait.js until(), as it drives the collector between tries.
 // A young-generation collection frees a just-received Buffer and is cheap;
 // a full one follows when that was not enough.
 async function until(cond, what, ms = 5000) {
@@ -98,7 +109,7 @@ async function until(cond, what, ms = 5000) {
 
 // Waits for message {i, payload} and checks it, keeping no reference.
 async function receiveOne(ch, i) {
-  const [m] = await once(ch, 'message');
+  const m = await nextOf(ch, `message ${i}`);
   assert.strictEqual(m.i, i);
   assert.strictEqual(m.payload[0], i & 0xff);
 }
@@ -107,30 +118,35 @@ async function receiveOne(ch, i) {
 // the caller's frame keeps no reference to the received Buffer).
 async function sendAndCheck(p, i, data) {
   p.client.send({ i, data });
-  const [m] = await once(p.serverSide, 'message');
+  const m = await nextOf(p.serverSide, `message ${i}`);
   assert.strictEqual(m.i, i);
   assert.ok(m.data.equals(data), `message ${i} has its own bytes`);
 }
 
 async function pooledPair(options = {}) {
   const p = await namedPair({ segmentPool: true, outOfLineThreshold: 64 * KiB, ...options });
-  // One round trip each way: both ends have read the other's capabilities.
-  p.client.send({ hello: 1 });
-  await once(p.serverSide, 'message');
-  p.serverSide.send({ hello: 2 });
-  await once(p.client, 'message');
+  try {
+    // One round trip each way: both ends have read the other's capabilities.
+    p.client.send({ hello: 1 });
+    await nextOf(p.serverSide, 'the first hello');
+    p.serverSide.send({ hello: 2 });
+    await nextOf(p.client, 'the second hello');
+  } catch (err) {
+    p.close();
+    throw err;
+  }
   return p;
 }
 
-test('named channels keep sealed single-use segments unless both ends turn the pool on', async () => {
+test('named channels keep sealed single-use segments unless both ends turn the pool on', { timeout: 30_000 }, async () => {
   const p = await namedPair();
   try {
     p.client.send({ hello: 1 });
-    await once(p.serverSide, 'message');
+    await nextOf(p.serverSide, 'the hello');
     assert.strictEqual(p.client.segmentPool, false);
     const data = crypto.randomBytes(2 * MiB);
     p.client.send({ data });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.ok(m.data.equals(data));
     assert.deepStrictEqual(poolStats(p.client), [0, 0, 0, 0, 0], 'no pool on either side');
     assert.strictEqual(p.client.stats().outOfLine.messagesOut, 1);
@@ -167,7 +183,7 @@ test('pool bounds: a receiver that keeps every Buffer gets sealed copies past th
     for (let i = 0; i < 6; i++) {
       const data = crypto.randomBytes(3 * MiB);
       p.client.send({ data });
-      const [m] = await once(p.serverSide, 'message');
+      const m = await nextOf(p.serverSide, 'the message');
       assert.ok(m.data.equals(data));
       kept.push(m);
     }
@@ -179,7 +195,7 @@ test('pool bounds: a receiver that keeps every Buffer gets sealed copies past th
     // Bytes: a 4 MiB class would break the byte bound with two in flight.
     const big = crypto.randomBytes(5 * MiB);
     p.client.send({ big });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.ok(m.big.equals(big));
     s = poolStats(p.client);
     assert.ok(s[S.BYTES] <= 8 * MiB, `${s}`);
@@ -196,7 +212,7 @@ test('release() hands a segment back at once, without waiting for garbage collec
     for (let i = 0; i < 20; i++) {
       const data = crypto.randomBytes(2 * MiB);
       p.client.send({ data });
-      const [m] = await once(p.serverSide, 'message');
+      const m = await nextOf(p.serverSide, 'the message');
       assert.ok(m.data.equals(data));
       kept.push(m);  // still referenced: only release() can give it back
       assert.strictEqual(procwire.release(m.data), true);
@@ -220,7 +236,7 @@ test('idle segments are trimmed and the receiver unmaps them', { timeout: 30_000
     const before = mappedSegmentBytes();
     for (let i = 0; i < 3; i++) {
       p.client.send({ data: Buffer.alloc(1 * MiB, i) });
-      await once(p.serverSide, 'message');
+      await nextOf(p.serverSide, 'the message');
     }
     await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segments back');
     assert.ok(poolStats(p.client)[S.SEGMENTS] >= 1);
@@ -239,7 +255,7 @@ test('a peer returning ids it was never lent closes the channel with ERR_PROCWIR
       const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
       p.client.on('error', () => {});
       p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids });
-      const [reason, err] = await closed;
+      const [reason, err] = await withTimeout(closed, WAIT, 'the close');
       assert.strictEqual(reason, 'protocol-error', JSON.stringify(ids));
       assert.strictEqual(err.code, 'ERR_PROCWIRE_PROTOCOL');
     } finally {
@@ -250,12 +266,12 @@ test('a peer returning ids it was never lent closes the channel with ERR_PROCWIR
   const p = await pooledPair();
   try {
     p.client.send({ data: Buffer.alloc(1 * MiB) });
-    await once(p.serverSide, 'message');
+    await nextOf(p.serverSide, 'the message');
     await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segment back');
     const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
     p.client.on('error', () => {});
     p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids: [1] });
-    const [reason] = await closed;
+    const [reason] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'protocol-error');
   } finally {
     p.close();
@@ -294,24 +310,24 @@ test('hostile announcements of recycled segments are skipped with ERR_PROCWIRE_S
     p.client._sendRaw(ref);
     // A real segment first, so id 1 exists; then a length past its end.
     p.client.send({ data: Buffer.alloc(1 * MiB, 3) });
-    const [first] = await once(p.serverSide, 'message');
+    const first = await nextOf(p.serverSide, 'the message');
     assert.strictEqual(first.data[0], 3);
     p.client._sendRaw(control(entry(2, 1, 0xffffffff)));
     p.client._sendRaw(ref);
     p.client.send({ after: true });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.deepStrictEqual(m, { after: true }, 'the stream goes on');
     assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
     // Forgetting ids that do not exist is ignored.
     p.client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGDROP', ids: [4242] });
     p.client.send({ still: true });
-    const [m2] = await once(p.serverSide, 'message');
+    const m2 = await nextOf(p.serverSide, 'the message');
     assert.deepStrictEqual(m2, { still: true });
     // A malformed announcement breaks the framing contract: the channel closes.
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     p.serverSide.on('error', () => {});
     p.client._sendRaw(control(entry(9, 1, 1)));
-    const [reason, err] = await closed;
+    const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
   } finally {
@@ -319,15 +335,15 @@ test('hostile announcements of recycled segments are skipped with ERR_PROCWIRE_S
   }
 });
 
-test('recycled segments are refused by a receiver that did not turn the pool on', async () => {
+test('recycled segments are refused by a receiver that did not turn the pool on', { timeout: 30_000 }, async () => {
   const p = await namedPair();
   try {
     p.client.send({ hello: 1 });
-    await once(p.serverSide, 'message');
+    await nextOf(p.serverSide, 'the hello');
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     p.serverSide.on('error', () => {});
     p.client._sendRaw(Buffer.from([0, 0, 0, 11, 0xfc, 1, 2, 0, 0, 0, 1, 0, 0, 0, 16]));
-    const [reason, err] = await closed;
+    const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
   } finally {
@@ -375,16 +391,20 @@ test('segment cycles leak no descriptor and no mapping', { timeout: 60_000 }, as
 
 test('fork channels: recycled segments by default, transfers without a copy, and the child reads the right bytes', { timeout: 30_000 }, async () => {
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
+  // Taken now, so that it holds also when the child died before the finally;
+  // each answer fails at once if the child died, and after WAIT if it hangs.
+  const exited = exitOf(child);
+  const answer = (what) => unlessExited(nextOf(child.channel, what), exited, what);
   try {
     const ch = child.channel;
     ch.send({ op: 'ping' });
-    await once(ch, 'message');
+    await answer('the ping');
     assert.strictEqual(ch.segmentPool, true);
     for (let i = 0; i < 5; i++) {
       const data = Buffer.alloc(4 * MiB, i + 1);
       data[data.length - 1] = 0xee;
       ch.send({ op: 'check', data });
-      const [r] = await once(ch, 'message');
+      const r = await answer(`check ${i}`);
       assert.deepStrictEqual(r, { op: 'check', length: 4 * MiB, first: i + 1, last: 0xee });
     }
     assert.ok(poolStats(ch)[S.SEGMENTS] >= 1, 'the pool was used');
@@ -392,23 +412,21 @@ test('fork channels: recycled segments by default, transfers without a copy, and
     buf.fill(0x5a);
     ch.send({ op: 'check', data: buf }, { transfer: [buf] });
     assert.strictEqual(buf.length, 0, 'detached');
-    const [r] = await once(ch, 'message');
+    const r = await answer('the transferred check');
     assert.deepStrictEqual(r, { op: 'check', length: 8 * MiB, first: 0x5a, last: 0x5a });
   } finally {
-    child.kill('SIGKILL');
-    await once(child, 'exit');
+    await killChild(child, exited);
   }
 });
 
 test('a child that keeps, releases and moves received segments to a worker reads every message right', { timeout: 30_000 }, async () => {
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced', outOfLine: 'always' });
-  const exited = once(child, 'exit');
+  const exited = exitOf(child);
   try {
     const ch = child.channel;
     const sum = (buf) => { let x = 0; for (let j = 0; j < buf.length; j += 4096) x = (x + buf[j]) >>> 0; return x; };
-    // The child's answer, or a failure as soon as it dies.
-    const answer = () => Promise.race([once(ch, 'message').then(([r]) => r),
-      exited.then(([code, signal]) => assert.fail(`the child died (${code}, ${signal})`))]);
+    // The child's answer, or a failure as soon as it dies (or after WAIT).
+    const answer = () => unlessExited(nextOf(ch, 'the child\'s answer'), exited, 'the child\'s answer');
     let previous = -1;
     for (let i = 0; i < 24; i++) {
       const data = Buffer.alloc(8 * MiB, i + 1);
@@ -424,7 +442,6 @@ test('a child that keeps, releases and moves received segments to a worker reads
     }
     assert.ok(poolStats(ch)[S.SEGMENTS] >= 1, 'the pool was used');
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await killChild(child, exited);
   }
 });

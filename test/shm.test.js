@@ -38,14 +38,18 @@ function shmEntries() {
 
 const { namedPair, uniqueName } = require('./helpers/pair');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
+const { withTimeout, until, exitOf, unlessExited, killChild } = require('./helpers/wait');
+const { messageWithin } = require('./helpers/messages');
 
-// Polls until cond() holds, or fails after `ms`.
-async function until(cond, what, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+// Every test is bounded, and so is every wait in it: a wait that ended only
+// with the test's time limit would skip the finally that closes the test's
+// channels and children, and they would keep this file running.
+const TIMEOUT = { timeout: 30_000 };
+const WAIT = 5000;
+
+// The next message on `channel`, or a failure naming `what`.
+function nextOf(channel, what) {
+  return messageWithin(channel, WAIT, what);
 }
 
 function sumEvery(buf) {
@@ -54,7 +58,7 @@ function sumEvery(buf) {
   return sum;
 }
 
-test('several large views in one message arrive through shared memory, sharing their ArrayBuffer', async () => {
+test('several large views in one message arrive through shared memory, sharing their ArrayBuffer', TIMEOUT, async () => {
   const p = await namedPair();
   try {
     const ab = new ArrayBuffer(8 * MiB);
@@ -65,7 +69,7 @@ test('several large views in one message arrive through shared memory, sharing t
     const c = Buffer.from(ab, 6 * MiB, 2 * MiB);
     const other = crypto.randomBytes(3 * MiB);
     p.client.send({ a, b, c, other, small: new Uint8Array([1, 2, 3]) });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.strictEqual(m.a.buffer, m.b.buffer, 'views of one ArrayBuffer share one on arrival');
     assert.strictEqual(m.a.buffer, m.c.buffer);
     assert.ok(Buffer.isBuffer(m.c) && m.b instanceof Float64Array && m.a instanceof Uint8Array);
@@ -82,7 +86,7 @@ test('several large views in one message arrive through shared memory, sharing t
   }
 });
 
-test('offsets and odd lengths: unaligned views are copied out of the segment, aligned ones borrow it', async () => {
+test('offsets and odd lengths: unaligned views are copied out of the segment, aligned ones borrow it', TIMEOUT, async () => {
   const p = await namedPair({ outOfLine: 'always' });
   try {
     const big = crypto.randomBytes(2 * MiB + 3);
@@ -91,7 +95,7 @@ test('offsets and odd lengths: unaligned views are copied out of the segment, al
     const dv = new DataView(ab, 3, 1000);
     const aligned = new Uint16Array(ab, 2, 1000);
     p.client.send({ odd, dv, aligned, empty: new Uint8Array(0) });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.deepStrictEqual(Buffer.from(m.odd.buffer, m.odd.byteOffset, m.odd.byteLength), Buffer.from(odd));
     assert.deepStrictEqual(Buffer.from(m.dv.buffer, m.dv.byteOffset, m.dv.byteLength), Buffer.from(ab, 3, 1000));
     assert.deepStrictEqual(Array.from(m.aligned), Array.from(aligned));
@@ -103,28 +107,30 @@ test('offsets and odd lengths: unaligned views are copied out of the segment, al
 
 test('the receiver never sees writes the sender makes after send(); its own writes stay its own', { timeout: 30_000 }, async () => {
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
+  // Taken now: a child that died before the finally would never emit 'exit'
+  // again, and a wait on the child's answer fails at once if it died.
+  const exited = exitOf(child);
   try {
     const ch = child.channel;
     // One round trip first: large views go out of line only once the child
     // has said it can take segments.
     ch.send({ op: 'fds' });
-    await once(ch, 'message');
+    await unlessExited(nextOf(ch, 'the first answer'), exited, 'the first answer');
     const data = Buffer.alloc(16 * MiB, 1);
     const expected = sumEvery(data);
     ch.send({ op: 'sum', data });
     data.fill(2);  // after send: must not be visible in the segment
-    const [r] = await once(ch, 'message');
+    const r = await unlessExited(nextOf(ch, 'the sum'), exited, 'the sum');
     assert.strictEqual(r.sum, expected);
     assert.strictEqual(r.length, 16 * MiB);
     assert.strictEqual(data[0], 2, 'the child\'s write to its copy did not reach us');
     assert.strictEqual(ch.stats().outOfLine.messagesOut, 1);
   } finally {
-    child.kill('SIGKILL');
-    await once(child, 'exit');
+    await killChild(child, exited);
   }
 });
 
-test('transfer: procwire.alloc() buffers move without copying and are detached from the sender', async () => {
+test('transfer: procwire.alloc() buffers move without copying and are detached from the sender', TIMEOUT, async () => {
   const p = await namedPair();
   try {
     const buf = procwire.alloc(32 * MiB);
@@ -135,7 +141,7 @@ test('transfer: procwire.alloc() buffers move without copying and are detached f
     const sendMicros = Number(process.hrtime.bigint() - t0) / 1e3;
     assert.strictEqual(buf.length, 0, 'sender\'s Buffer is detached');
     assert.strictEqual(buf.buffer.byteLength, 0);
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the transferred buffer');
     assert.strictEqual(m.buf.length, 32 * MiB);
     assert.strictEqual(m.buf[32 * MiB - 1], 7);
     assert.strictEqual(m.view.buffer, m.buf.buffer, 'views of the transferred buffer share it');
@@ -146,55 +152,59 @@ test('transfer: procwire.alloc() buffers move without copying and are detached f
     const plain = new Uint8Array(3 * MiB).fill(9);
     p.client.send({ plain }, { transfer: [plain.buffer] });
     assert.strictEqual(plain.byteLength, 0);
-    const [m2] = await once(p.serverSide, 'message');
+    const m2 = await nextOf(p.serverSide, 'the plain buffer');
     assert.strictEqual(m2.plain[3 * MiB - 1], 9);
   } finally {
     p.close();
   }
 });
 
-test('TCP and plain Node children get the same bytes inline; transfer still detaches', { timeout: 30_000 }, async () => {
+test('TCP and plain Node children get the same bytes inline; transfer still detaches', TIMEOUT, async (t) => {
   const secret = crypto.randomBytes(32);
   const server = procwire.listen({ port: 0 }, { secret });
+  const channels = [];
+  t.after(() => {
+    for (const ch of channels) ch.destroy();
+    server.close();
+  });
   await server.ready;
   const accepted = once(server, 'channel');
   const client = await procwire.connect({ port: server.address().port }, { secret });
-  const [s] = await accepted;
-  try {
-    const data = crypto.randomBytes(2 * MiB);
-    const copy = Buffer.from(data);
-    client.send({ data }, { transfer: [data] });
-    assert.strictEqual(data.length, 0);
-    const [m] = await once(s, 'message');
-    assert.ok(m.data.equals(copy));
-    assert.strictEqual(client.stats().outOfLine.enabled, false);
-    assert.strictEqual(client.stats().outOfLine.messagesOut, 0);
-  } finally {
-    client.destroy();
-    s.destroy();
-    server.close();
-  }
+  channels.push(client);
+  const [s] = await withTimeout(accepted, WAIT, 'the accepted channel');
+  channels.push(s);
+  const data = crypto.randomBytes(2 * MiB);
+  const copy = Buffer.from(data);
+  client.send({ data }, { transfer: [data] });
+  assert.strictEqual(data.length, 0);
+  const m = await nextOf(s, 'the message over TCP');
+  assert.ok(m.data.equals(copy));
+  assert.strictEqual(client.stats().outOfLine.enabled, false);
+  assert.strictEqual(client.stats().outOfLine.messagesOut, 0);
+  client.destroy();
+  s.destroy();
+  server.close();
+
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pw-shm-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'echo.js');
   // The child does not disconnect itself: Node's disconnect() drops what it
   // has not yet written, and 4 MiB takes more than one write.
   fs.writeFileSync(file, "process.on('message', (m) => process.send(m));");
-  try {
-    const child = procwire.fork(file, { serialization: 'advanced', child: 'node' });
-    const big = crypto.randomBytes(4 * MiB);
-    child.send({ big });
-    const [m] = await once(child, 'message');
-    assert.ok(Buffer.isBuffer(m.big) && m.big.equals(big));
-    assert.strictEqual(child.channel.stats().outOfLine.enabled, false, 'a plain child never gets segments');
-    const exited = once(child, 'exit');
-    child.disconnect();
-    await exited;
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  const child = procwire.fork(file, { serialization: 'advanced', child: 'node' });
+  const exited = exitOf(child);
+  // Disconnected below when the test passes; killed here when it fails first.
+  t.after(() => killChild(child, exited));
+  const big = crypto.randomBytes(4 * MiB);
+  child.send({ big });
+  const echo = await unlessExited(nextOf(child, 'the plain child\'s echo'), exited, 'the echo');
+  assert.ok(Buffer.isBuffer(echo.big) && echo.big.equals(big));
+  assert.strictEqual(child.channel.stats().outOfLine.enabled, false, 'a plain child never gets segments');
+  child.disconnect();
+  await withTimeout(exited, WAIT, 'the plain child to exit');
 });
 
-test('a segment that is not a sealed memfd is rejected with a coded error; the stream goes on', async () => {
+test('a segment that is not a sealed memfd is rejected with a coded error; the stream goes on', TIMEOUT, async () => {
   const p = await namedPair();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pw-shm-'));
   try {
@@ -217,7 +227,7 @@ test('a segment that is not a sealed memfd is rejected with a coded error; the s
       p.client._sendRaw(ref);
     }
     p.client.send({ after: true });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the later message');
     assert.deepStrictEqual(m, { after: true }, 'later messages still arrive');
     assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
     fs.closeSync(fd);
@@ -227,7 +237,7 @@ test('a segment that is not a sealed memfd is rejected with a coded error; the s
   }
 });
 
-test('a segment announcement without descriptors closes only that channel', async () => {
+test('a segment announcement without descriptors closes only that channel', TIMEOUT, async () => {
   const p = await namedPair();
   try {
     // once() would reject on the 'error' event that accompanies the close.
@@ -235,7 +245,7 @@ test('a segment announcement without descriptors closes only that channel', asyn
     p.serverSide.on('error', (err) => errors.push(err.code));
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     p.client._sendRaw(Buffer.from([0, 0, 0, 2, 0xfe, 3]));
-    const [reason, err] = await closed;
+    const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
     assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT']);
@@ -271,10 +281,10 @@ test('descriptors no frame claims are closed once the read is whole; the channel
     // descriptor riding on it is claimed by nothing.
     p.client._sendRaw(rawFrame({ stray: 1 }), [fd]);
     fs.closeSync(fd);
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the stray message');
     assert.deepStrictEqual(m, { stray: 1 });
     p.client.send({ after: true });
-    const [after] = await once(p.serverSide, 'message');
+    const after = await nextOf(p.serverSide, 'the later message');
     assert.deepStrictEqual(after, { after: true });
     assert.strictEqual(devNullFds(), nullsBefore, 'the unclaimed descriptor was closed');
     assert.strictEqual(p.serverSide.connected, true);
@@ -292,8 +302,16 @@ for (const segmentPool of [false, true]) {
     const server = procwire.listen(name, { maxMessageSize: 1 << 20, segmentPool });
     await server.ready;
     const accepted = once(server, 'channel');
-    const client = await procwire.connect(name, { maxMessageSize: 64 << 20, segmentPool });
-    const [serverSide] = await accepted;
+    let client = null;
+    let serverSide;
+    try {
+      client = await procwire.connect(name, { maxMessageSize: 64 << 20, segmentPool });
+      [serverSide] = await withTimeout(accepted, WAIT, 'the accepted channel');
+    } catch (err) {
+      if (client !== null) client.destroy();
+      server.close();
+      throw err;
+    }
     try {
       const refused = [];
       serverSide.on('messageerror', (err) => refused.push(err.code));
@@ -303,7 +321,7 @@ for (const segmentPool of [false, true]) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       for (let i = 0; i < 3; i++) assert.strictEqual(client.send({ data: Buffer.alloc(4 * MiB, i) }), false);
       client.send({ after: true });
-      await until(() => got.length === 1 && client.writableLength === 0, 'the later message, and nothing in flight');
+      await until(() => got.length === 1 && client.writableLength === 0, 5000, 'the later message, and nothing in flight');
       assert.deepStrictEqual(refused, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
       assert.deepStrictEqual(got, [{ after: true }]);
       assert.strictEqual(client.stats().outOfLine.messagesOut, 3);
@@ -328,7 +346,7 @@ test('a second segment announcement before its message closes the channel', { ti
     p.client._sendRaw(control, [fd]);
     p.client._sendRaw(control, [fd]);
     fs.closeSync(fd);
-    const [reason, err] = await closed;
+    const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
     assert.match(err.message, /followed another/);
@@ -344,14 +362,17 @@ test('a second segment announcement before its message closes the channel', { ti
 test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { timeout: 120_000 }, async () => {
   const shmBefore = shmEntries();
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', outOfLine: 'always', serialization: 'advanced' });
+  const exited = exitOf(child);
   const ch = child.channel;
+  // Each wait fails at once if the child died, and after WAIT if it hangs.
+  const answer = (what) => unlessExited(nextOf(ch, what), exited, what);
   try {
     // One round trip first: by its end both ends have set up their rings
     // (each adds its descriptors once, when it reads the other's set-up).
     ch.send({ op: 'fds' });
-    await once(ch, 'message');
+    await answer('the first answer');
     ch.send({ op: 'fds' });
-    const [{ fds: childFdsBefore }] = await once(ch, 'message');
+    const { fds: childFdsBefore } = await answer('the descriptor count before');
     const fdsBefore = fdSnapshot();
     let received = 0;
     const done = new Promise((resolve) => {
@@ -361,46 +382,52 @@ test('10,000 transfers leak no descriptors and leave nothing in /dev/shm', { tim
     for (let i = 0; i < 10_000; i++) {
       const buf = procwire.alloc(4096);
       buf[0] = i & 0xff;
-      if (!ch.send({ n: i, buf }, { transfer: [buf] })) await once(ch, 'drain');
+      if (!ch.send({ n: i, buf }, { transfer: [buf] })) {
+        await unlessExited(withTimeout(once(ch, 'drain'), WAIT, 'drain'), exited, 'drain');
+      }
     }
-    await done;
+    await unlessExited(withTimeout(done, 60_000, '10,000 echoes'), exited, '10,000 echoes');
     // The child's received mappings go with garbage collection, not with
     // descriptors: it keeps none.
     ch.send({ op: 'fds' });
-    const [{ fds: childFdsAfter }] = await once(ch, 'message');
+    const { fds: childFdsAfter } = await answer('the descriptor count after');
     assert.deepStrictEqual(fdsOpenedSince(fdsBefore), [], 'no descriptor leaked in the sender');
     assert.strictEqual(childFdsAfter, childFdsBefore, 'no descriptor leaked in the receiver');
     assert.strictEqual(ch.stats().outOfLine.messagesOut, 10_000);
     assert.deepStrictEqual(shmEntries(), shmBefore, 'memfd segments leave nothing in /dev/shm');
   } finally {
-    child.kill('SIGKILL');
-    await once(child, 'exit');
+    await killChild(child, exited);
   }
 });
 
-test('a peer killed mid-transfer closes the channel; no descriptors stay behind', { timeout: 60_000 }, async () => {
+test('a peer killed mid-transfer closes the channel; no descriptors stay behind', { timeout: 60_000 }, async (t) => {
   const fdsBefore = fdSnapshot();
   const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced' });
+  const exited = exitOf(child);
   const ch = child.channel;
+  t.after(() => {
+    ch.destroy();
+    return killChild(child, exited);
+  });
   ch.send({ op: 'fds' });
-  await once(ch, 'message');
+  await unlessExited(nextOf(ch, 'the first answer'), exited, 'the first answer');
   const closed = once(ch, 'close');
   for (let i = 0; i < 16; i++) ch.send({ op: 'sum', data: Buffer.alloc(8 * MiB, i) });
   await new Promise((r) => setTimeout(r, 20));
   child.kill('SIGKILL');
-  const [reason] = await closed;
+  const [reason] = await withTimeout(closed, WAIT, 'the close after SIGKILL');
   assert.ok(['peer-closed', 'peer-reset'].includes(reason), reason);
-  await once(child, 'exit').catch(() => {});
+  await withTimeout(exited, WAIT, 'the child to exit');
   await new Promise((r) => setTimeout(r, 50));
   assert.deepStrictEqual(fdsOpenedSince(fdsBefore), [], 'no descriptor leaked');
 });
 
-test('outOfLine: "never" keeps large views inline, and stats say so', async () => {
+test('outOfLine: "never" keeps large views inline, and stats say so', TIMEOUT, async () => {
   const p = await namedPair({ outOfLine: 'never' });
   try {
     const data = crypto.randomBytes(4 * MiB);
     p.client.send({ data });
-    const [m] = await once(p.serverSide, 'message');
+    const m = await nextOf(p.serverSide, 'the message');
     assert.ok(m.data.equals(data));
     assert.strictEqual(p.client.stats().outOfLine.enabled, false);
     assert.strictEqual(p.client.stats().outOfLine.messagesOut, 0);
@@ -410,12 +437,12 @@ test('outOfLine: "never" keeps large views inline, and stats say so', async () =
   }
 });
 
-test('a peer that has not said it takes segments (like the JS fallback) gets everything inline', async () => {
+test('a peer that has not said it takes segments (like the JS fallback) gets everything inline', TIMEOUT, async () => {
   const fresh = await namedPairNoCaps();
   try {
     const data = crypto.randomBytes(2 * MiB);
     fresh.server.send({ data });
-    const [m] = await once(fresh.client, 'message');
+    const m = await nextOf(fresh.client, 'the message');
     assert.ok(m.data.equals(data));
     assert.strictEqual(fresh.server.stats().outOfLine.messagesOut, 0);
     assert.strictEqual(fresh.server.stats().outOfLine.enabled, false);

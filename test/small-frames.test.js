@@ -14,6 +14,7 @@ const v8 = require('v8');
 const { once } = require('events');
 const procwire = require('..');
 const { namedPair, uniqueName } = require('./helpers/pair');
+const { withTimeout, until } = require('./helpers/wait');
 
 // One value of each kind, for message number i: which decoder takes it
 // depends only on its bytes.
@@ -68,12 +69,10 @@ test('one read mixing every kind of frame: values, order and decode errors as on
     const events = [];
     ch.on('message', (m) => events.push(['message', m]));
     ch.on('messageerror', (err) => events.push(['error', err]));
-    const done = new Promise((resolve) => {
-      const check = () => { if (events.filter((e) => e[0] === 'message').length === COUNT) resolve(); else setTimeout(check, 5); };
-      check();
-    });
     raw.write(Buffer.concat(parts));
-    await done;
+    // Bounded, so that the finally below closes the sockets also when
+    // messages go missing.
+    await until(() => events.filter((e) => e[0] === 'message').length === COUNT, 20_000, `${COUNT} messages`, 5);
     let m = 0;
     let errors = 0;
     for (const [kind, value] of events) {
@@ -109,7 +108,7 @@ test('procwire peers on rings and on the socket: every kind, in order, values in
         p.serverSide.on('message', (m) => { got.push(m); if (got.length === COUNT) resolve(); });
       });
       for (let i = 0; i < COUNT; i++) p.client.send(valueOf(i));
-      await done;
+      await withTimeout(done, 10_000, `${COUNT} messages (rings ${rings})`);
       for (let i = 0; i < COUNT; i++) assert.deepStrictEqual(got[i], v8.deserialize(v8.serialize(valueOf(i))), `${rings}: message ${i}`);
       assert.strictEqual(p.serverSide.stats().decodeErrors, 0);
       if (rings === 'auto') assert.ok(p.client.stats().rings.messagesOut > 0, 'the ring carried messages');
@@ -130,7 +129,7 @@ test('a decoded message keeps its values after later batches reuse the small-fra
         p.serverSide.on('message', on);
       });
       for (let i = 0; i < 100; i++) p.client.send({ round, i, s: `r${round}i${i}`, a: [round, i], o: { k: `${i}` } });
-      await done;
+      await withTimeout(done, 10_000, `round ${round}`);
       kept.push(...batch);
     }
     for (let n = 0; n < kept.length; n++) {

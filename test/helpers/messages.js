@@ -1,6 +1,8 @@
 'use strict';
 // Waiting for a channel's messages in tests.
 
+const { withTimeout } = require('./wait');
+
 // The next message on `channel` that satisfies `predicate` (any message by
 // default); rejects with the channel's error, or one naming the close
 // reason, if the channel closes first.
@@ -21,4 +23,10 @@ function nextMessage(channel, predicate = () => true) {
   });
 }
 
-module.exports = { nextMessage };
+// nextMessage, bounded: also rejects, naming `what`, when no such message
+// came within `ms`.
+function messageWithin(channel, ms, what, predicate) {
+  return withTimeout(nextMessage(channel, predicate), ms, what);
+}
+
+module.exports = { nextMessage, messageWithin };

@@ -6,17 +6,9 @@ const path = require('path');
 const { once } = require('events');
 const procwire = require('../..');
 const { nextMessage } = require('./messages');
+const { withTimeout } = require('./wait');
 
 const PEER = path.join(__dirname, '..', 'fixtures', 'ring-peer.js');
-
-// `promise`, or a rejection naming `what` after `ms`.
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms); }),
-  ]);
-}
 
 // Forks the peer as a procwire child (advanced unless `options` say
 // otherwise), kills it when test `t` ends, and returns once one round trip
@@ -35,5 +27,5 @@ async function forkRingPeer(t, options = {}) {
   return { child, channel };
 }
 
-// nextMessage is passed on for the suites that fork this peer.
+// nextMessage and withTimeout are passed on for the suites that fork this peer.
 module.exports = { PEER, withTimeout, nextMessage, forkRingPeer };

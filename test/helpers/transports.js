@@ -9,9 +9,12 @@ const crypto = require('crypto');
 const path = require('path');
 const procwire = require('../..');
 const { cert, key } = require('../../bench/lib/test-cert');
-const { natsServer, natsInstalled } = require('./nats-server');
+const { natsServer, stopNatsServer, natsInstalled } = require('./nats-server');
+const { withTimeout, exitOf, unlessExited, killChild } = require('./wait');
 
 const PEER = path.join(__dirname, 'peer.js');
+// How long a peer process may take to start and connect.
+const CONNECT_TIMEOUT = 30_000;
 
 // handles: the channel carries Node handles (unix sockets only).
 // scale: share of the full load (1 = a million-message stream, 64 MiB).
@@ -34,9 +37,20 @@ const PROFILES = {
 
 const TRANSPORTS = Object.keys(PROFILES);
 
-function waitExit(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', resolve));
+const waitExit = exitOf;
+
+// The channel of a peer process that connects to `server`. A peer that
+// exits first, or does not connect in time, fails open() at once, with the
+// server closed and the peer killed: the caller has nothing to clean up.
+async function acceptPeer(server, gotChannel, child, exited) {
+  try {
+    return await withTimeout(unlessExited(gotChannel, exited, 'the peer to connect'), CONNECT_TIMEOUT,
+      'the peer to connect');
+  } catch (err) {
+    server.close();
+    await killChild(child, exited);
+    throw err;
+  }
 }
 
 // -> { channel, child, server, cleanup() }
@@ -59,6 +73,7 @@ async function open(transport, options = {}) {
     };
   }
   if (transport === 'nats') return openNats(serialization);
+  if (serialization !== 'advanced') throw new Error('named/tcp peers use advanced only in these tests');
   const name = `t-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   // Named channels authenticate through the key file beside the socket; TCP
   // needs an explicit secret, handed to the peer in its environment.
@@ -79,8 +94,8 @@ async function open(transport, options = {}) {
   const child = childProcess.spawn(process.execPath, [PEER, transport === 'fallback' ? 'named' : transport, target], {
     stdio: ['ignore', 'inherit', 'inherit'], env,
   });
-  const channel = await gotChannel;
-  if (serialization !== 'advanced') throw new Error('named/tcp peers use advanced only in these tests');
+  const exited = exitOf(child);
+  const channel = await acceptPeer(server, gotChannel, child, exited);
   return {
     channel,
     child,
@@ -88,8 +103,7 @@ async function open(transport, options = {}) {
     async cleanup() {
       channel.destroy();
       server.close();
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await waitExit(child);
+      await killChild(child, exited);
     },
   };
 }
@@ -107,7 +121,8 @@ async function openNats(serialization) {
   const child = childProcess.spawn(process.execPath, [PEER, 'nats', nats.url, subject], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  const channel = await gotChannel;
+  const exited = exitOf(child);
+  const channel = await acceptPeer(server, gotChannel, child, exited);
   return {
     channel,
     child,
@@ -115,10 +130,9 @@ async function openNats(serialization) {
     async cleanup() {
       channel.destroy();
       server.close();
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await waitExit(child);
+      await killChild(child, exited);
     },
   };
 }
 
-module.exports = { TRANSPORTS, PROFILES, open, waitExit, natsServer };
+module.exports = { TRANSPORTS, PROFILES, open, waitExit, stopNatsServer };
