@@ -175,6 +175,14 @@ describe('fast path: bytes and values equal Node\'s', () => {
           // As a channel's batch holds it, between other frames' bytes.
           const batch = Buffer.concat([Buffer.from('ff0f6f', 'hex'), reference.subarray(4), reference]);
           corpus.assertCase(c, fast.decodeRange(batch, 3, reference.length - 4), 'fast decoder, in a batch');
+          // A plain Uint8Array is read as it is (a small one lives on V8's
+          // heap until its memory is asked for); a DataView through a Buffer.
+          const plain = new Uint8Array(reference.subarray(4));
+          const plainDecoded = fast.decode(plain);
+          assert.notStrictEqual(plainDecoded, fast.NOT_FAST, `${c.name}: declined from a plain Uint8Array`);
+          corpus.assertCase(c, plainDecoded, 'fast decoder, from a plain Uint8Array');
+          const viewDecoded = fast.decode(new DataView(plain.buffer, plain.byteOffset, plain.byteLength));
+          corpus.assertCase(c, viewDecoded, 'fast decoder, from a DataView');
           read++;
         }
       }

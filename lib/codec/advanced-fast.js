@@ -50,7 +50,6 @@ const ObjectHasOwn = Object.hasOwn;
 const ObjectDefineProperty = Object.defineProperty;
 const ObjectIsExtensible = Object.isExtensible;
 const ObjectPrototype = Object.prototype;
-const BufferPrototype = Buffer.prototype;
 const ArrayIsArray = Array.isArray;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DatePrototype = Date.prototype;
@@ -66,9 +65,16 @@ const bufferToString = Buffer.prototype.toString;
 const latin1Write = typeof Buffer.prototype.latin1Write === 'function'
   ? Buffer.prototype.latin1Write
   : function latin1Write(s, offset, length) { return bufferWrite.call(this, s, offset, length, 'latin1'); };
+// The decoder reads any Uint8Array, not only Buffers: the stand-ins look at
+// it through a Buffer.
+const asBuffer = (view) => Buffer.from(typedArrayBuffer.call(view), typedArrayByteOffset.call(view),
+  typedArrayByteLength.call(view));
 const latin1Slice = typeof Buffer.prototype.latin1Slice === 'function'
   ? Buffer.prototype.latin1Slice
-  : function latin1Slice(from, to) { return bufferToString.call(this, 'latin1', from, to); };
+  : function latin1Slice(from, to) { return bufferToString.call(asBuffer(this), 'latin1', from, to); };
+const ucs2Slice = typeof Buffer.prototype.ucs2Slice === 'function'
+  ? Buffer.prototype.ucs2Slice
+  : function ucs2Slice(from, to) { return bufferToString.call(asBuffer(this), 'utf16le', from, to); };
 const bufferCopy = Buffer.prototype.copy;
 const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
 const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;
@@ -178,8 +184,18 @@ function arrayExtraKeys(array, length) {
   return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
 }
 
+// The native binding's one-byte string writer (see writeString), when there
+// is a binding, and the last Buffer written into with the memory under it:
+// a channel writes many frames into one Buffer, and looking its memory up
+// is a call into V8.
+let nativeWriteOneByte = null;
+let targetView = null;
+let targetMemory = null;
+let targetOffset = 0;
+
 function configure(options) {
   if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
+  if (typeof options.writeOneByte === 'function') nativeWriteOneByte = options.writeOneByte;
 }
 
 // Moves the frame written so far (from `start`) to the start of the
@@ -261,11 +277,29 @@ function writeString(s) {
     }
     return;
   }
+  if (pos + 6 + len > out.length) grow(6 + len);
+  if (nativeWriteOneByte !== null) {
+    // One native call both asks V8 whether it stores the string one byte
+    // wide (what ValueSerializer goes by) and copies the characters.
+    if (out !== targetView) {
+      targetView = out;
+      targetMemory = typedArrayBuffer.call(out);
+      targetOffset = typedArrayByteOffset.call(out);
+    }
+    const tagAt = pos;
+    out[pos++] = T_ONE_BYTE;
+    writeVarint(len);
+    const written = nativeWriteOneByte(s, targetMemory, targetOffset + pos);
+    if (written >= 0) {
+      pos += written;
+      return;
+    }
+    pos = tagAt;
+  }
   if (WIDE.test(s)) {
     writeTwoByte(s);
     return;
   }
-  if (pos + 6 + len > out.length) grow(6 + len);
   out[pos++] = T_ONE_BYTE;
   writeVarint(len);
   pos += latin1Write.call(out, s, pos, len);
@@ -619,6 +653,11 @@ function cleanup(err) {
 function shrink() {
   if (scratchBuffer.length > KEEP_SCRATCH) scratchBuffer = Buffer.allocUnsafeSlow(INITIAL_SCRATCH);
   out = scratchBuffer;
+  // Nor does the string writer keep it.
+  if (targetView !== null && targetView.length > KEEP_SCRATCH) {
+    targetView = null;
+    targetMemory = null;
+  }
 }
 
 // ---- decoder ---------------------------------------------------------------
@@ -718,7 +757,7 @@ function readTwoByte() {
     bail = true;
     return '';
   }
-  const s = bufferToString.call(u, 'utf16le', p, p + bytes);
+  const s = ucs2Slice.call(u, p, p + bytes);
   p += bytes;
   return s;
 }
@@ -1067,16 +1106,20 @@ function makeView(index, buffer, offset, byteLength) {
 // instead of borrowing the payload's memory.
 function decode(view, copyViews) {
   if (decoding) return NOT_FAST;
+  const tag = typedArrayTag.call(view);
+  if (tag === 'Uint8Array') {
+    // A Buffer or any other Uint8Array is read as it is (the readers call
+    // Buffer's methods on it, never its own). Reading its `buffer` is a call
+    // into V8's C++ (and may have to move an on-heap array's bytes): only a
+    // view in the payload needs it, so readView gets it then. The tag getter
+    // is also what tells a Buffer apart cheaply: Object.getPrototypeOf on a
+    // Buffer is a call into the runtime.
+    const length = typedArrayByteLength.call(view);
+    if (length < 3) return NOT_FAST;
+    return run(view, null, 0, 0, length, copyViews === true);
+  }
   let buffer, offset, length;
-  const isBuffer = ObjectGetPrototypeOf(view) === BufferPrototype;
-  if (isBuffer) {
-    // Reading `buffer` is a call into V8's C++ (and may have to move an
-    // on-heap array's bytes): only a view in the payload needs it, so
-    // readView gets it then.
-    buffer = null;
-    offset = typedArrayByteOffset.call(view);
-    length = typedArrayByteLength.call(view);
-  } else if (!isDataView(view)) {
+  if (tag !== undefined) {
     buffer = typedArrayBuffer.call(view);
     offset = typedArrayByteOffset.call(view);
     length = typedArrayByteLength.call(view);
@@ -1086,7 +1129,7 @@ function decode(view, copyViews) {
     length = dataViewByteLength.call(view);
   }
   if (length < 3) return NOT_FAST;
-  return run(isBuffer ? view : Buffer.from(buffer, offset, length), buffer, offset, 0, length, copyViews === true);
+  return run(Buffer.from(buffer, offset, length), buffer, offset, 0, length, copyViews === true);
 }
 
 // One payload of `length` bytes at `start` in the Buffer `bytes` -> the

@@ -26,7 +26,10 @@ const jsCodec = require('../fallback/codec');
 
 jsCodec.setup(Buffer, makeError);
 
-if (typeof binding.arrayExtraKeys === 'function') fast.configure({ arrayExtraKeys: binding.arrayExtraKeys });
+fast.configure({
+  arrayExtraKeys: binding.arrayExtraKeys,
+  writeOneByte: binding.writeOneByte,
+});
 
 const NOT_FAST = fast.NOT_FAST;
 

@@ -718,4 +718,23 @@ void ArrayExtraKeys(const v8::FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(keys);
 }
 
+void WriteOneByte(const v8::FunctionCallbackInfo<Value>& args) {
+  CHECK(args[0]->IsString());
+  CHECK(args[1]->IsArrayBuffer());
+  CHECK(args[2]->IsUint32());
+  const Local<String> string = args[0].As<String>();
+  const Local<ArrayBuffer> target = args[1].As<ArrayBuffer>();
+  const size_t offset = args[2].As<v8::Uint32>()->Value();
+  const uint32_t length = static_cast<uint32_t>(string->Length());
+  // IsOneByte() reads the representation, not the characters, and has no
+  // false positives; a two-byte string is left to the caller's scan. A
+  // target without room (detached meanwhile) is declined the same way.
+  if (!string->IsOneByte() || offset > target->ByteLength() || length > target->ByteLength() - offset) {
+    args.GetReturnValue().Set(-1);
+    return;
+  }
+  WriteOneByte(args.GetIsolate(), string, static_cast<uint8_t*>(target->Data()) + offset, length);
+  args.GetReturnValue().Set(length);
+}
+
 }  // namespace procwire

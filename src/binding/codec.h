@@ -125,6 +125,15 @@ inline int SizeBucket(size_t size) {
 // Object.keys would make a string of every index first.
 void ArrayExtraKeys(const v8::FunctionCallbackInfo<v8::Value>& args);
 
+// writeOneByte(string, arrayBuffer, offset) -> the string's length, having
+// written its characters one byte each at `offset` of `arrayBuffer`; or -1,
+// writing nothing, when V8 does not store the string one byte wide (or the
+// memory has no room). The JavaScript fast path of the advanced codec writes
+// strings through it instead of Buffer#latin1Write after a scan of the
+// characters: the string's representation is what ValueSerializer goes by,
+// and one call does both.
+void WriteOneByte(const v8::FunctionCallbackInfo<v8::Value>& args);
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_CODEC_H_
