@@ -50,7 +50,8 @@ inline size_t WriteUtf8(v8::Isolate* isolate, v8::Local<v8::String> string, char
 // The string's `length` characters written one byte each into `buffer` (the
 // caller knows V8 stores the string one byte wide). V8 13 replaced the
 // int-sized call.
-inline void WriteOneByte(v8::Isolate* isolate, v8::Local<v8::String> string, uint8_t* buffer, uint32_t length) {
+inline void WriteOneByte(v8::Isolate* isolate, v8::Local<v8::String> string, uint8_t* buffer,
+                         uint32_t length) {
 #if V8_MAJOR_VERSION >= 13
   string->WriteOneByteV2(isolate, 0, length, buffer);
 #else
