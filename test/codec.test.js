@@ -450,6 +450,11 @@ describe('json codec', () => {
       assert.strictEqual(frame[frame.length - 1], 0x0a);
       const d = json.decode(frame.subarray(0, frame.length - 1));
       assert.deepStrictEqual(d, corpus.jsonExpected(c));
+      // Any view of the same bytes: a plain Uint8Array is read as it is,
+      // other views through a Buffer over their memory.
+      const line = new Uint8Array(frame.subarray(0, frame.length - 1));
+      assert.deepStrictEqual(json.decode(line), corpus.jsonExpected(c), `${c.name} (Uint8Array)`);
+      assert.deepStrictEqual(json.decode(new DataView(line.buffer)), corpus.jsonExpected(c), `${c.name} (DataView)`);
     });
   }
   test('cleanup ports', () => corpus.cleanupAll(cases));
@@ -470,8 +475,10 @@ describe('json codec', () => {
       } catch {
         expected = null;
       }
-      if (expected) assert.deepStrictEqual(json.decode(buf), expected.value, h);
-      else assertCoded(() => json.decode(buf), 'ERR_PROCWIRE_DECODE', h);
+      for (const view of [buf, new Uint8Array(buf), new DataView(buf.buffer, buf.byteOffset, buf.length)]) {
+        if (expected) assert.deepStrictEqual(json.decode(view), expected.value, h);
+        else assertCoded(() => json.decode(view), 'ERR_PROCWIRE_DECODE', h);
+      }
     }
   });
 

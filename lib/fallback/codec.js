@@ -36,6 +36,14 @@ const {
 } = require('./views');
 const isNativeError = util.types.isNativeError;
 const bufferToString = state.Buffer.prototype.toString;
+// Buffer#toString('utf8') without its argument handling; the generic method
+// stands in on a Node line without it.
+const utf8Slice = typeof state.Buffer.prototype.utf8Slice === 'function'
+  ? state.Buffer.prototype.utf8Slice
+  : function utf8Slice(from, to) {
+    return bufferToString.call(state.Buffer.from(typedArrayBuffer.call(this), typedArrayByteOffset.call(this),
+      typedArrayByteLength.call(this)), 'utf8', from, to);
+  };
 const bufferWriteUInt32BE = state.Buffer.prototype.writeUInt32BE;
 const Uint8ArraySet = Uint8Array.prototype.set;
 
@@ -265,9 +273,16 @@ function decodeAdvanced(view, copyViews, maxBuffer = DEFAULT_MAX_BUFFER) {
 }
 
 function decodeJson(view) {
-  const [ab, offset, length] = viewParts(view);
   try {
-    const text = bufferToString.call(state.Buffer.from(ab, offset, length), 'utf8');
+    let text;
+    if (typedArrayTag.call(view) === 'Uint8Array') {
+      // A Buffer or any Uint8Array: its bytes as UTF-8, as toString('utf8')
+      // reads them, without a Buffer made over its memory first.
+      text = utf8Slice.call(view, 0, typedArrayByteLength.call(view));
+    } else {
+      const [ab, offset, length] = viewParts(view);
+      text = bufferToString.call(state.Buffer.from(ab, offset, length), 'utf8');
+    }
     return JSONParse(text);
   } catch (err) {
     throw coded('ERR_PROCWIRE_DECODE', 'payload could not be decoded', err);
