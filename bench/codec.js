@@ -97,6 +97,7 @@ async function runInProcess({ quick, repeats, progress }) {
       for (const c of list) {
         if (c.json && !jsonOk(value)) { progress.tick(); continue; }
         progress.set(`codec: ${c.label} ${shapeAt[x].label} (run ${rep + 1}/${repeats})`);
+        harness.collectGarbage();
         const v = opsPerSecond(c.run, value, ms);
         (((samples[c.id] ||= {})[x] ||= [])).push(v);
         progress.tick();
@@ -128,7 +129,7 @@ async function runInProcess({ quick, repeats, progress }) {
     ratioTo: ['procwire-advanced', 'node-advanced', 'node-json'],
     pairs: [['procwire-advanced', 'procwire-native'], ['procwire-advanced', 'node-advanced'],
       ['procwire-advanced', 'node-json'], ['procwire-json', 'node-json']],
-    notes: [`each sample: ${ms} ms of encode + decode in a loop; medians of ${repeats} interleaved repeats`,
+    notes: [`each sample: ${ms} ms of encode + decode in a loop, after a full garbage collection; medians of ${repeats} interleaved repeats`,
       `shapes: ${xs.map((x) => `${x} B = ${shapeAt[x].label}`).join('; ')}`,
       'json rows skip the Buffer shape (JSON has no binary)',
       'the machine is shared with other work: compare ratios from one run'],

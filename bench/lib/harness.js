@@ -366,6 +366,20 @@ function missingNode(major) {
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
+// A full garbage collection, for in-process suites to run between samples:
+// otherwise a sample pays for the garbage the one before it left (the
+// collector's work arrives later than the allocation), and a peer that
+// always follows an allocation-heavy one reads slower than it is. The
+// collector is reached through V8's --expose-gc flag, set here at run time.
+let gcFunction = null;
+function collectGarbage() {
+  if (gcFunction === null) {
+    require('v8').setFlagsFromString('--expose-gc');
+    gcFunction = require('vm').runInNewContext('gc');
+  }
+  gcFunction();
+}
+
 function now() { return Number(process.hrtime.bigint()) / 1e6; } // ms, CLOCK_MONOTONIC
 
 function fmtSize(bytes) {
@@ -405,6 +419,7 @@ function parseArgs(argv) {
 }
 
 module.exports = {
+  collectGarbage,
   ROOT,
   median,
   percentile,
