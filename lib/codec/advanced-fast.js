@@ -184,18 +184,25 @@ function arrayExtraKeys(array, length) {
   return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
 }
 
-// The native binding's one-byte string writer (see writeString), when there
-// is a binding, and the last Buffer written into with the memory under it:
-// a channel writes many frames into one Buffer, and looking its memory up
-// is a call into V8.
-let nativeWriteOneByte = null;
+// The native binding's string writer (see writeString), when there is a
+// binding, and the last Buffer written into with the memory under it: a
+// channel writes many frames into one Buffer, and looking its memory up is a
+// call into V8.
+let nativeWriteString = null;
 let targetView = null;
 let targetMemory = null;
 let targetOffset = 0;
+const NATIVE_NO_ROOM = -2;
+
+function retarget() {
+  targetView = out;
+  targetMemory = typedArrayBuffer.call(out);
+  targetOffset = typedArrayByteOffset.call(out);
+}
 
 function configure(options) {
   if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
-  if (typeof options.writeOneByte === 'function') nativeWriteOneByte = options.writeOneByte;
+  if (typeof options.writeString === 'function') nativeWriteString = options.writeString;
 }
 
 // Moves the frame written so far (from `start`) to the start of the
@@ -278,23 +285,21 @@ function writeString(s) {
     return;
   }
   if (pos + 6 + len > out.length) grow(6 + len);
-  if (nativeWriteOneByte !== null) {
-    // One native call both asks V8 whether it stores the string one byte
-    // wide (what ValueSerializer goes by) and copies the characters.
-    if (out !== targetView) {
-      targetView = out;
-      targetMemory = typedArrayBuffer.call(out);
-      targetOffset = typedArrayByteOffset.call(out);
+  if (nativeWriteString !== null) {
+    // One native call asks V8 how it stores the string (what ValueSerializer
+    // goes by), writes V8's header for it and copies the characters.
+    if (out !== targetView) retarget();
+    let next = nativeWriteString(s, targetMemory, targetOffset + start, targetOffset + pos);
+    if (next === NATIVE_NO_ROOM) {
+      // Two bytes a character, and maybe a padding byte.
+      grow(7 + 2 * len);
+      if (out !== targetView) retarget();
+      next = nativeWriteString(s, targetMemory, targetOffset + start, targetOffset + pos);
     }
-    const tagAt = pos;
-    out[pos++] = T_ONE_BYTE;
-    writeVarint(len);
-    const written = nativeWriteOneByte(s, targetMemory, targetOffset + pos);
-    if (written >= 0) {
-      pos += written;
+    if (next >= 0) {
+      pos = next - targetOffset;
       return;
     }
-    pos = tagAt;
   }
   if (WIDE.test(s)) {
     writeTwoByte(s);

@@ -28,7 +28,7 @@ jsCodec.setup(Buffer, makeError);
 
 fast.configure({
   arrayExtraKeys: binding.arrayExtraKeys,
-  writeOneByte: binding.writeOneByte,
+  writeString: binding.writeString,
 });
 
 const NOT_FAST = fast.NOT_FAST;

@@ -1,6 +1,7 @@
 #include "codec.h"
 
 #include "../core/v8_scan.h"
+#include "../core/v8_string.h"
 
 #include <node_buffer.h>
 
@@ -30,6 +31,7 @@ using v8::Maybe;
 using v8::MaybeLocal;
 using v8::Name;
 using v8::Nothing;
+using v8::Number;
 using v8::Object;
 using v8::String;
 using v8::TryCatch;
@@ -718,23 +720,58 @@ void ArrayExtraKeys(const v8::FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(keys);
 }
 
-void WriteOneByte(const v8::FunctionCallbackInfo<Value>& args) {
+void WriteString(const v8::FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsString());
   CHECK(args[1]->IsArrayBuffer());
-  CHECK(args[2]->IsUint32());
+  // Offsets are numbers, not uint32s: a frame can outgrow 4 GiB.
+  CHECK(args[2]->IsNumber() && args[2].As<Number>()->Value() >= 0);
+  CHECK(args[3]->IsNumber() && args[3].As<Number>()->Value() >= 0);
+  constexpr double kDecline = -1;
+  constexpr double kNoRoom = -2;
   const Local<String> string = args[0].As<String>();
   const Local<ArrayBuffer> target = args[1].As<ArrayBuffer>();
-  const size_t offset = args[2].As<v8::Uint32>()->Value();
-  const uint32_t length = static_cast<uint32_t>(string->Length());
-  // IsOneByte() reads the representation, not the characters, and has no
-  // false positives; a two-byte string is left to the caller's scan. A
-  // target without room (detached meanwhile) is declined the same way.
-  if (!string->IsOneByte() || offset > target->ByteLength() || length > target->ByteLength() - offset) {
-    args.GetReturnValue().Set(-1);
+  const size_t frame_start = static_cast<size_t>(args[2].As<Number>()->Value());
+  const size_t offset = static_cast<size_t>(args[3].As<Number>()->Value());
+  // A target detached meanwhile has no bytes: declined like any other
+  // target without room for what the caller reserved.
+  const size_t capacity = target->ByteLength();
+  if (frame_start > offset || offset > capacity) {
+    args.GetReturnValue().Set(kDecline);
     return;
   }
-  WriteOneByte(args.GetIsolate(), string, static_cast<uint8_t*>(target->Data()) + offset, length);
-  args.GetReturnValue().Set(length);
+  const uint32_t length = static_cast<uint32_t>(string->Length());
+  // One byte wide when V8 stores it so (IsOneByte() reads only the
+  // representation, and has no false positives) and, as the JavaScript path
+  // always did, when every character fits in a byte: the receiver reads the
+  // same string either way.
+  const bool two_byte = !string->IsOneByte() && !string->ContainsOnlyOneByte();
+  const uint64_t byte_length = two_byte ? 2 * static_cast<uint64_t>(length) : length;
+  if (byte_length > 0xffffffffu) {
+    args.GetReturnValue().Set(kDecline);
+    return;
+  }
+  const size_t header =
+      v8_string::HeaderSize(two_byte, static_cast<uint32_t>(byte_length), offset - frame_start);
+  if (header + byte_length > capacity - offset) {
+    args.GetReturnValue().Set(kNoRoom);
+    return;
+  }
+  uint8_t* const out = static_cast<uint8_t*>(target->Data()) + offset;
+  // UTF-16 code units are written in place, in the host's byte order, which
+  // must be the format's little-endian, at an address aligned for them.
+  if (two_byte &&
+      (!kLittleEndianHost || reinterpret_cast<uintptr_t>(out + header) % alignof(uint16_t) != 0)) {
+    args.GetReturnValue().Set(kDecline);
+    return;
+  }
+  uint8_t* const chars =
+      v8_string::WriteHeader(out, two_byte, static_cast<uint32_t>(byte_length), offset - frame_start);
+  if (two_byte) {
+    WriteTwoByte(args.GetIsolate(), string, reinterpret_cast<uint16_t*>(chars), length);
+  } else {
+    WriteOneByte(args.GetIsolate(), string, chars, length);
+  }
+  args.GetReturnValue().Set(static_cast<double>(offset + header + byte_length));
 }
 
 }  // namespace procwire

@@ -125,14 +125,15 @@ inline int SizeBucket(size_t size) {
 // Object.keys would make a string of every index first.
 void ArrayExtraKeys(const v8::FunctionCallbackInfo<v8::Value>& args);
 
-// writeOneByte(string, arrayBuffer, offset) -> the string's length, having
-// written its characters one byte each at `offset` of `arrayBuffer`; or -1,
-// writing nothing, when V8 does not store the string one byte wide (or the
-// memory has no room). The JavaScript fast path of the advanced codec writes
-// strings through it instead of Buffer#latin1Write after a scan of the
-// characters: the string's representation is what ValueSerializer goes by,
-// and one call does both.
-void WriteOneByte(const v8::FunctionCallbackInfo<v8::Value>& args);
+// writeString(string, arrayBuffer, frameStart, offset) -> the offset after
+// the string, written at `offset` of `arrayBuffer` as V8's ValueSerializer
+// writes it inside a frame that starts at `frameStart` (see
+// core/v8_string.h); -2 when the memory has no room for it; -1 when it is
+// left to the caller (a two-byte string at an odd address, a string over
+// 4 GiB, a detached buffer). The JavaScript fast path of the advanced codec
+// writes its longer strings through it: the string's representation says
+// how V8 writes it, and the characters are copied in the same call.
+void WriteString(const v8::FunctionCallbackInfo<v8::Value>& args);
 
 }  // namespace procwire
 

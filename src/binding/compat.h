@@ -47,9 +47,9 @@ inline size_t WriteUtf8(v8::Isolate* isolate, v8::Local<v8::String> string, char
 #endif
 }
 
-// The string's `length` characters written one byte each into `buffer` (the
-// caller knows V8 stores the string one byte wide). V8 13 replaced the
-// int-sized call.
+// The string's `length` characters written one byte each into `buffer`
+// (each character's low byte), or as UTF-16 code units in the host's byte
+// order. V8 13 replaced the int-sized calls.
 inline void WriteOneByte(v8::Isolate* isolate, v8::Local<v8::String> string, uint8_t* buffer,
                          uint32_t length) {
 #if V8_MAJOR_VERSION >= 13
@@ -58,6 +58,19 @@ inline void WriteOneByte(v8::Isolate* isolate, v8::Local<v8::String> string, uin
   string->WriteOneByte(isolate, buffer, 0, static_cast<int>(length), v8::String::NO_NULL_TERMINATION);
 #endif
 }
+
+inline void WriteTwoByte(v8::Isolate* isolate, v8::Local<v8::String> string, uint16_t* buffer,
+                         uint32_t length) {
+#if V8_MAJOR_VERSION >= 13
+  string->WriteV2(isolate, 0, length, buffer);
+#else
+  string->Write(isolate, buffer, 0, static_cast<int>(length), v8::String::NO_NULL_TERMINATION);
+#endif
+}
+
+// Whether this build's integers are little-endian (every platform procwire
+// ships for is).
+constexpr bool kLittleEndianHost = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 
 }  // namespace procwire
 
