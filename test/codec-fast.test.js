@@ -192,6 +192,36 @@ describe('fast path: bytes and values equal Node\'s', () => {
     assert.ok(written > 80 && read > 80, `fast path wrote ${written}, read ${read}`);
   });
 
+  test('strings of each kind, at every frame parity and at the end of the memory, are Node\'s bytes', T, () => {
+    // The native string writer declines two-byte characters at an odd
+    // address, and asks for more room near the end of its memory: both hand
+    // over to JavaScript mid-message, which must go on from the same byte.
+    const interned = `key${'k'.repeat(40)}`;
+    const keyed = {};
+    keyed[interned] = 1;
+    const strings = ['x'.repeat(17), 'é'.repeat(40), '\u0100'.repeat(17), '中文'.repeat(64), `${'a'.repeat(30)}\u{1F600}`,
+      'y'.repeat(300), '\u0101'.repeat(300), interned];
+    for (const s of strings) {
+      for (const value of [s, [1, s], { a: s, b: [s, 2] }]) {
+        const reference = corpus.referenceEncode(value);
+        for (let at = 0; at < 4; at++) {
+          // Room for the whole frame, then for less and less of it: one of
+          // these ends the memory inside the string's header or characters.
+          for (let room = reference.length + 2; room >= 16; room -= room > 64 ? 7 : 1) {
+            const buffer = Buffer.alloc(at + room);
+            // Where a frame that outgrows `buffer` continues: no bytes of the
+            // last frame may stand in for this one's.
+            fast.scratch().fill(0xee);
+            const length = fast.encodeAppend(buffer, at, value);
+            assert.ok(length >= 0, 'declined');
+            const frame = fast.spilled() ? fast.scratch().subarray(0, length) : buffer.subarray(at, at + length);
+            assertSameBytes(frame, reference, `${JSON.stringify(value).slice(0, 40)} at ${at}, ${room} bytes of room`);
+          }
+        }
+      }
+    }
+  });
+
   test('aligned views borrow the payload memory; unaligned ones and copyViews copy', T, () => {
     const frame = corpus.referenceEncode({ a: new Float64Array([1, 2]), b: Buffer.from('xyz') });
     const payload = Buffer.alloc(frame.length + 8);
