@@ -570,3 +570,31 @@ describe('fast path on a channel: the bytes on the wire', () => {
     }
   });
 });
+
+describe('fast path: memory', () => {
+  test('a scratch buffer the encoder outgrew is not kept alive', T, async () => {
+    // V8's collector, reached through its --expose-gc flag set at run time.
+    require('v8').setFlagsFromString('--expose-gc');
+    const gc = require('vm').runInNewContext('gc');
+    // Strings long enough for the native writer, so it has looked the
+    // scratch buffer's memory up before the next message outgrows it.
+    assert.ok(fast.encodeToScratch({ s: 'x'.repeat(100) }) > 0);
+    const before = new WeakRef(fast.scratch());
+    const firstLength = fast.scratch().length;
+    // Outgrown by a Buffer: no string is written after it, which would have
+    // looked the new memory up.
+    assert.ok(fast.encodeToScratch({ s: 'x'.repeat(100), big: Buffer.alloc(4 * 1024 * 1024) }) > 0);
+    const grew = fast.scratch().length > firstLength;
+    // A WeakRef keeps its target until the current job ends: collect after it.
+    let collected = false;
+    for (let i = 0; i < 5 && !collected; i++) {
+      await new Promise(setImmediate);
+      gc();
+      collected = before.deref() === undefined;
+    }
+    assert.ok(grew, 'the message should have outgrown the scratch buffer');
+    assert.ok(collected, 'the outgrown scratch buffer is still referenced');
+    // Back to a small scratch buffer for the tests after this one.
+    fast.encode({ overwrite: 'the scratch buffer' });
+  });
+});

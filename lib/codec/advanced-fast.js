@@ -218,6 +218,10 @@ function grow(need) {
     scratchBuffer = target;
   }
   if (used > 0) bufferCopy.call(out, target, 0, start, pos);
+  // The string writer looks the memory up again for the new buffer, and
+  // does not keep a replaced scratch buffer alive meanwhile.
+  targetView = null;
+  targetMemory = null;
   out = target;
   pos = used;
   start = 0;
