@@ -771,7 +771,13 @@ void WriteString(const v8::FunctionCallbackInfo<Value>& args) {
   } else {
     WriteOneByte(args.GetIsolate(), string, chars, length);
   }
-  args.GetReturnValue().Set(static_cast<double>(offset + header + byte_length));
+  const uint64_t next = offset + header + byte_length;
+  // A small integer is returned without a heap number.
+  if (next <= 0x7fffffff) {
+    args.GetReturnValue().Set(static_cast<int32_t>(next));
+  } else {
+    args.GetReturnValue().Set(static_cast<double>(next));
+  }
 }
 
 }  // namespace procwire
