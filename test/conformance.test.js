@@ -23,6 +23,18 @@ const WAIT = 30_000;
 const BIG_WAIT = 100_000;
 
 // Sends 0..n-1 as fast as backpressure allows: on false, waits for 'drain'.
+// Sends each value to the peer's echo -> the values that came back, in the
+// order they came.
+async function echoAll(channel, values) {
+  for (const v of values) channel.send({ op: 'echo', v });
+  const got = [];
+  await messageWithin(channel, WAIT, 'the echoes', (m) => {
+    got.push(m.v);
+    return got.length === values.length;
+  });
+  return got;
+}
+
 async function sendStream(channel, n) {
   let falses = 0;
   for (let i = 0; i < n; i++) {
@@ -48,13 +60,7 @@ for (const transport of TRANSPORTS) {
 
     await t.test('echo keeps values and order, including messages sent before the peer listens', async () => {
       const values = [{ a: 1 }, 'str', 42, true, [1, 2, 3], { nested: { deep: ['x'] } }, null];
-      for (const v of values) channel.send({ op: 'echo', v });
-      const got = [];
-      await messageWithin(channel, WAIT, 'the echoes', (m) => {
-        got.push(m.v);
-        return got.length === values.length;
-      });
-      assert.deepStrictEqual(got, values);
+      assert.deepStrictEqual(await echoAll(channel, values), values);
     });
 
     await t.test('1,000,000 small messages to a slow receiver: all arrive, in order, with backpressure', { timeout: BIG_TIMEOUT }, async () => {
@@ -219,12 +225,6 @@ for (const transport of ['fork-plain', 'fork-procwire']) {
     const { channel } = peer;
     assert.strictEqual(channel.serialization, 'json');
     const values = [{ a: 'é€😀' }, [1, 'two', null], 'line\nbreak', 3.5];
-    for (const v of values) channel.send({ op: 'echo', v });
-    const got = [];
-    await messageWithin(channel, WAIT, 'the echoes', (m) => {
-      got.push(m.v);
-      return got.length === values.length;
-    });
-    assert.deepStrictEqual(got, values);
+    assert.deepStrictEqual(await echoAll(channel, values), values);
   });
 }
