@@ -19,7 +19,7 @@ const { sleep, withTimeout, until } = require('./helpers/wait');
 const { findExecutable, freePort } = require('../bench/lib/servers');
 const findNatsServer = () => findExecutable('nats-server', []);
 // A node's monitor: GET /varz, /routez as JSON.
-const { getJson } = require('./helpers/nats-server');
+const { getJson, servesAs } = require('./helpers/nats-server');
 
 // One nats-server process. spec: { name, port, monitor, cluster?, routes? }.
 class NatsNode {
@@ -46,10 +46,8 @@ class NatsNode {
     const deadline = Date.now() + 10000;
     while (Date.now() < deadline) {
       if (proc.exitCode !== null) break;
-      // Ready when this node's monitor names it: a port that merely accepts
-      // could belong to another process that took the port first.
-      const varz = await getJson(s.monitor, '/varz');
-      if (varz && varz.server_name === s.name && varz.port === s.port && proc.exitCode === null) return this;
+      // Ready when this node's own monitor names it (see servesAs).
+      if (await servesAs(s.monitor, s.name, s.port) && proc.exitCode === null) return this;
       await sleep(25);
     }
     await this.stop();

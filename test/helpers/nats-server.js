@@ -25,6 +25,14 @@ function getJson(port, urlPath) {
   });
 }
 
+// Whether the server answering on `monitor` is the one named `name` serving
+// clients on `port`: a port that merely accepts could belong to another
+// process that took it first.
+async function servesAs(monitor, name, port) {
+  const varz = await getJson(monitor, '/varz');
+  return varz !== null && varz.server_name === name && varz.port === port;
+}
+
 // One attempt on the given ports: resolves once the server's own monitor
 // names it (a port that merely accepts could belong to another process that
 // took it first), or kills it and rejects after 10 s or when it exits.
@@ -41,8 +49,7 @@ async function startOn(port, monitor) {
   };
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && proc.exitCode === null) {
-    const varz = await getJson(monitor, '/varz');
-    if (varz && varz.server_name === name && varz.port === port && proc.exitCode === null) {
+    if (await servesAs(monitor, name, port) && proc.exitCode === null) {
       return { url: `nats://127.0.0.1:${port}`, port, stop };
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -98,4 +105,4 @@ async function stopNatsServer() {
   if (running !== null) await running.stop();
 }
 
-module.exports = { natsServer, stopNatsServer, startNatsServer, getJson, natsInstalled: bin !== null };
+module.exports = { natsServer, stopNatsServer, startNatsServer, getJson, servesAs, natsInstalled: bin !== null };
