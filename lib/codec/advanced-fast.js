@@ -87,7 +87,20 @@ const bufferCopy = Buffer.prototype.copy;
 const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
 const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;
 const Uint8ArraySet = Uint8Array.prototype.set;
-const BufferSpecies = Buffer[Symbol.species];
+// A frame is made over the slab by the constructor Buffer#subarray makes
+// its views with (Buffer[Symbol.species]): it skips Buffer.from's argument
+// checks and its call into C++ (isAnyArrayBuffer), which cost more than the
+// view. Checked once, and Buffer.from stands in if it does not make Buffers.
+const makeFrameView = (() => {
+  const Species = Buffer[Symbol.species];
+  try {
+    const probe = new Species(new ArrayBuffer(4), 1, 2);
+    if (Buffer.isBuffer(probe) && probe.byteOffset === 1 && probe.length === 2) {
+      return (arrayBuffer, offset, length) => new Species(arrayBuffer, offset, length);
+    }
+  } catch {}
+  return (arrayBuffer, offset, length) => Buffer.from(arrayBuffer, offset, length);
+})();
 const Float16 = typeof globalThis.Float16Array === 'function' ? globalThis.Float16Array : null;
 
 // V8's serialization tags (src/objects/value-serializer.cc).
@@ -145,9 +158,8 @@ const SLAB_SIZE = 16 * 1024;
 // left than this is replaced before the next frame.
 const SLAB_FRAME_MAX = 2 * 1024;
 var slab = null;
-// The slab's ArrayBuffer: a frame is made from it with Buffer.from(), which
-// costs less than slab.subarray() (that asks V8's C++ for the buffer and
-// goes through the species constructor for every frame).
+// The slab's ArrayBuffer, which frames are made over (makeFrameView):
+// slab.subarray() would ask V8's C++ for it for every frame.
 var slabArrayBuffer = null;
 var slabPos = 0;
 // The buffer being written, where the frame in it starts, the next byte.
@@ -643,7 +655,7 @@ function encodeCopy(value, maxView) {
   if (!ok) return null;
   const length = pos - start;
   if (out === slab && length < SLAB_FRAME_MAX) {
-    const frame = new BufferSpecies(slabArrayBuffer, start, pos - start);
+    const frame = makeFrameView(slabArrayBuffer, start, pos - start);
     // The next frame starts 8-aligned, so a two-byte string's alignment
     // (which counts from the frame's start) and aligned views stay right.
     slabPos = (pos + 7) & ~7;
