@@ -346,9 +346,61 @@ function writeTwoByte(s) {
   pos += bufferWrite.call(out, s, pos, bytes, 'utf16le');
 }
 
-// An object key: an array index is written as a number (V8 keeps index keys
-// as numbers), anything else as a string.
-function writeKey(k) {
+// ---- key tries (encoder and decoder) ----------------------------------------
+
+// Messages of one kind repeat their key sequence. A trie keyed by key
+// strings holds the sequences met (one trie for writing, one for reading),
+// and each node remembers the child it led to last (`hotChild`): the next
+// key is first compared with that child's key (the encoder: the same string,
+// mostly the same interned string; the decoder: the same bytes), and a hit
+// costs no hash and no Map lookup, only a copy or a compare of `keyBytes`,
+// the key as a payload holds it (tag, length, characters), or null for a key
+// that is not written so (an array index, a key over 127 characters or with
+// a character above U+00FF). The decoder's nodes also hold its templates
+// (see readObject). The tries are bounded together, so endless new keys cost
+// bounded memory. Keys past the first TRIE_MAX_DEPTH of an object are not
+// followed.
+const TRIE_MAX_NODES = 8192;
+const TRIE_MAX_DEPTH = 32;
+var trieNodes = 0;
+
+function newTrieNode(key) {
+  return { next: null, make: null, hits: 0, hotChild: null, key, keyBytes: keyBytesOf(key) };
+}
+
+function keyBytesOf(key) {
+  const len = key === null ? 128 : key.length;
+  if (len > 127 || isArrayIndexKey(key)) return null;
+  const bytes = new Uint8Array(2 + len);
+  bytes[0] = T_ONE_BYTE;
+  bytes[1] = len;
+  for (let i = 0; i < len; i++) {
+    const c = key.charCodeAt(i);
+    if (c > 0xff) return null;
+    bytes[2 + i] = c;
+  }
+  return bytes;
+}
+
+// The child of `node` for `key`, made if need be (null once the tries are
+// full); it becomes the node's hot child.
+function trieChild(node, key) {
+  const next = node.next;
+  let child = next === null ? undefined : next.get(key);
+  if (child === undefined) {
+    if (trieNodes >= TRIE_MAX_NODES) return null;
+    trieNodes++;
+    child = newTrieNode(key);
+    if (next === null) node.next = new Map([[key, child]]);
+    else next.set(key, child);
+  }
+  node.hotChild = child;
+  return child;
+}
+
+// Whether a property key is an array index (V8 keeps those as numbers, and
+// writes them so): the index, or -1.
+function arrayIndexOf(k) {
   const c = k.charCodeAt(0);
   if (c >= 0x30 && c <= 0x39 && k.length <= 10 && (c !== 0x30 || k.length === 1)) {
     let n = 0;
@@ -358,12 +410,32 @@ function writeKey(k) {
       if (d < 0 || d > 9) break;
       n = n * 10 + d;
     }
-    if (i === k.length && n <= 4294967294) {
-      writeNumber(n);
-      return;
-    }
+    if (i === k.length && n <= 4294967294) return n;
   }
-  writeString(k);
+  return -1;
+}
+
+function isArrayIndexKey(k) {
+  return arrayIndexOf(k) >= 0;
+}
+
+const writeTrieRoot = newTrieNode(null);
+const readTrieRoot = newTrieNode(null);
+
+// An object key: an array index is written as a number (V8 keeps index keys
+// as numbers), anything else as a string.
+function writeKey(k) {
+  const index = arrayIndexOf(k);
+  if (index >= 0) writeNumber(index);
+  else writeString(k);
+}
+
+// A key as keyBytesOf wrote it.
+function writeKeyBytes(bytes) {
+  const len = bytes.length;
+  if (pos + len > out.length) grow(len);
+  for (let i = 0; i < len; i++) out[pos + i] = bytes[i];
+  pos += len;
 }
 
 const TWO_64 = 1n << 64n;
@@ -467,9 +539,17 @@ function writePlainObject(o) {
   // prototype, Object.prototype or null, has none enumerable: checked once
   // per message), reads their values straight from V8's enum cache, and
   // skips a key a getter deleted, as V8's serializer does.
+  let node = writeTrieRoot;
   for (const k in o) {
     const v = o[k];
-    writeKey(k);
+    const hot = node === null ? null : node.hotChild;
+    if (hot !== null && hot.key === k && hot.keyBytes !== null) {
+      writeKeyBytes(hot.keyBytes);
+      node = hot;
+    } else {
+      writeKey(k);
+      node = node === null || written >= TRIE_MAX_DEPTH ? null : trieChild(node, k);
+    }
     writeValue(v);
     written++;
   }
@@ -882,52 +962,10 @@ function readProperties(o, endTag, isArray) {
 // `__proto__` (which a literal would treat as the prototype); everything
 // else takes the property-by-property path. The trie and the templates are
 // bounded, so a peer sending endless new keys costs bounded memory.
-const TEMPLATE_MAX_KEYS = 32;
-const TRIE_MAX_NODES = 8192;
 const TEMPLATE_MAX = 1024;
-var trieNodes = 0;
 var templatesMade = 0;
 // Made false for good when the process forbids code generation from strings.
 var templatesEnabled = true;
-
-// `hotChild`: the child a node led to last. Messages of one kind repeat
-// their key sequence, so the next key is first compared byte for byte with
-// the one that came last time: a hit costs no hash, no cache lookup and no
-// Map lookup. `key` is the key that leads to a node, and `keyBytes` how a
-// payload holds it (tag, length, characters), or null for a key the
-// comparison does not cover (see atKey).
-function newTrieNode(key) {
-  return { next: null, make: null, hits: 0, hotChild: null, key, keyBytes: keyBytesOf(key) };
-}
-
-function keyBytesOf(key) {
-  const len = key === null ? 128 : key.length;
-  if (len > 127) return null;
-  const bytes = new Uint8Array(2 + len);
-  bytes[0] = T_ONE_BYTE;
-  bytes[1] = len;
-  for (let i = 0; i < len; i++) {
-    const c = key.charCodeAt(i);
-    if (c > 0xff) return null;
-    bytes[2 + i] = c;
-  }
-  return bytes;
-}
-const trieRoot = newTrieNode(null);
-
-function trieChild(node, key) {
-  const next = node.next;
-  let child = next === null ? undefined : next.get(key);
-  if (child === undefined) {
-    if (trieNodes >= TRIE_MAX_NODES) return null;
-    trieNodes++;
-    child = newTrieNode(key);
-    if (next === null) node.next = new Map([[key, child]]);
-    else next.set(key, child);
-  }
-  node.hotChild = child;
-  return child;
-}
 
 // Whether the payload at p holds `keyBytes` (a key as keyBytesOf writes
 // it); if so, p moves past it. Comparing bytes with bytes is cheaper than
@@ -976,7 +1014,7 @@ function readObject() {
   // needs it earlier (see readValue).
   addObject(PENDING_OBJECT);
   const base = sp;
-  let node = trieRoot;
+  let node = readTrieRoot;
   let n = 0;
   for (;;) {
     if (peekTag() === T_END_OBJECT) {
@@ -999,7 +1037,7 @@ function readObject() {
       } else if (k === '__proto__') {
         throw NOT_FAST;
       } else if (node !== null) {
-        node = n < TEMPLATE_MAX_KEYS ? trieChild(node, k) : null;
+        node = n < TRIE_MAX_DEPTH ? trieChild(node, k) : null;
       }
     }
     const v = readValue();
