@@ -254,6 +254,33 @@ describe('fast path: bytes and values equal Node\'s', () => {
     assert.throws(() => procwire.codec.advanced.decode(dup), { code: 'ERR_PROCWIRE_DECODE' });
   });
 
+  test('messages that repeat a key sequence and then leave it are written as Node writes them', T, () => {
+    // The encoder copies a key's bytes when it is the key that followed the
+    // same keys last time; every way of leaving that guess is here, each
+    // message met twice and then after the others.
+    const many = {};
+    for (let i = 0; i < 40; i++) many[`key${i}`] = i;
+    const ownProto = {};
+    Object.defineProperty(ownProto, '__proto__', { value: 1, enumerable: true, configurable: true, writable: true });
+    const sequence = [
+      { a: 1, b: 2 }, { a: 1, c: 2 }, { a: 1, b: 2, c: 3 }, { a: 1 }, { ab: 1, b: 2 }, { b: 1, a: 2 },
+      { a: { a: { a: 1 } }, b: 2 }, { a: 1, 7: 'seven' }, { 7: 'seven', a: 1 }, { a: 1, '07': 'not an index' },
+      { a: 1, 4294967295: 'not an index either' }, { ['k'.repeat(127)]: 1, b: 2 }, { ['k'.repeat(128)]: 1, b: 2 },
+      { ['m'.repeat(40)]: 1 }, { a: 1, '\u4e2d': 2 }, { a: 1, caf\u00e9: 2 }, { a: 1, '': 2 }, ownProto, many,
+      Object.assign(Object.create(null), { a: 1, b: 2 }),
+    ];
+    const check = (value, what) => {
+      const bytes = fastBytes(value);
+      assert.ok(bytes !== null, `${what}: declined`);
+      assertSameBytes(bytes, corpus.referenceEncode(value), what);
+    };
+    for (const value of sequence) {
+      check(value, `${Object.keys(value).join(',')} (first)`);
+      check(value, `${Object.keys(value).join(',')} (again)`);
+    }
+    for (const value of sequence) check(value, `${Object.keys(value).join(',')} (after the others)`);
+  });
+
   test('messages that repeat a key sequence and then leave it decode as ValueDeserializer does', T, () => {
     // The decoder first compares each key with the one that followed the
     // same keys last time; every way of leaving that guess is here.
