@@ -1070,7 +1070,9 @@ function readObject() {
     if (node !== null && node.make === null && ++node.hits >= 2) makeTemplate(node, base, n);
   }
   sp = base;
-  objects[id] = o;
+  // Object 0 is the payload's outermost value: nothing after it can refer
+  // to it, and not keeping it saves a write barrier per message.
+  if (id !== 0) objects[id] = o;
   return o;
 }
 
