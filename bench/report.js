@@ -81,14 +81,16 @@ function suiteMarkdown(suite) {
   const primary = suite.metrics[0];
   const ref = (suite.ratioTo || [])[0];
   if (suite.pairs) {
-    lines.push(`**Ratios** (${primary.label}, ${primary.better} is better; ×2 = twice as good)`, '');
-    lines.push(head.replace(`${suite.xLabel} →`, 'ratio'), rule);
-    for (const [a, b] of suite.pairs) {
-      if (!peers.find((p) => p.id === a) || !peers.find((p) => p.id === b)) continue;
-      lines.push(`| ${mdEscape(peerLabel(suite, a))} ÷ ${mdEscape(peerLabel(suite, b))} | ` +
-        `${suite.xs.map((x) => fmtRatio(advantage(value(suite, a, x, primary.id), value(suite, b, x, primary.id), primary))).join(' | ')} |`);
+    for (const metric of suite.metrics) {
+      lines.push(`**Ratios** (${metric.label}, ${metric.better} is better; ×2 = twice as good)`, '');
+      lines.push(head.replace(`${suite.xLabel} →`, 'ratio'), rule);
+      for (const [a, b] of suite.pairs) {
+        if (!peers.find((p) => p.id === a) || !peers.find((p) => p.id === b)) continue;
+        lines.push(`| ${mdEscape(peerLabel(suite, a))} ÷ ${mdEscape(peerLabel(suite, b))} | ` +
+          `${suite.xs.map((x) => fmtRatio(advantage(value(suite, a, x, metric.id), value(suite, b, x, metric.id), metric))).join(' | ')} |`);
+      }
+      lines.push('');
     }
-    lines.push('');
   } else if (ref && peers.find((p) => p.id === ref)) {
     lines.push(`**${mdEscape(peerLabel(suite, ref))} compared with each peer** (${primary.label}; ×3 = procwire is 3 times as good, ×0.5 = half as good)`, '');
     lines.push(head.replace(`${suite.xLabel} →`, 'procwire ÷ peer'), rule);

@@ -51,7 +51,8 @@ async function measure(t, len, warmMs, windowMs, inFlight = IN_FLIGHT) {
     let stopping = false;
     let count = 0;
     let t0 = 0;
-    let rate = 0;
+    let cpu0 = null;
+    let result = null;
     t.onmessage = (m) => {
       if (!m || typeof m.payload !== 'string' || m.payload.length !== len) {
         reject(new Error(`echo mismatch at ${len} B: got ${JSON.stringify(m).slice(0, 80)}`));
@@ -63,7 +64,7 @@ async function measure(t, len, warmMs, windowMs, inFlight = IN_FLIGHT) {
         inflight++;
         t.send(msg);
       } else if (inflight === 0) {
-        resolve(rate);
+        resolve(result);
       }
     };
     for (let i = 0; i < inFlight; i++) {
@@ -73,8 +74,12 @@ async function measure(t, len, warmMs, windowMs, inFlight = IN_FLIGHT) {
     setTimeout(() => {
       counting = true;
       t0 = harness.now();
+      cpu0 = process.cpuUsage();
       setTimeout(() => {
-        rate = count / ((harness.now() - t0) / 1000);
+        const cpu = process.cpuUsage(cpu0);
+        // This process's CPU time (the parent's end, with its codec and
+        // channel) per round trip in the window.
+        result = { rps: count / ((harness.now() - t0) / 1000), cpu: count > 0 ? (cpu.user + cpu.system) / count : NaN };
         counting = false;
         stopping = true;
       }, windowMs);
@@ -108,7 +113,7 @@ async function runDriver(config, tick) {
   const data = {};
   try {
     for (const len of config.sizes) {
-      data[len] = { rps: await measure(t, len, config.warmMs, config.windowMs, config.inFlight) };
+      data[len] = await measure(t, len, config.warmMs, config.windowMs, config.inFlight);
       tick();
     }
     return { data, histogram: t.histogram() };
