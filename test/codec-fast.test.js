@@ -599,6 +599,36 @@ describe('fast path on a channel: the bytes on the wire', () => {
 });
 
 describe('fast path: memory', () => {
+  test('endless new keys fill each key trie to its bound, and Node\'s bytes are still written and read', T, () => {
+    // An object used as a dictionary meets a new key every time. Each trie
+    // stops at its bound; the encoder's keys do not use up the decoder's.
+    const { max } = fast.trieNodeCounts();
+    const before = fast.trieNodeCounts().read;
+    for (let i = 0; i < max + 500; i++) {
+      const value = { [`user-${i}`]: i, [`name-${i}`]: 'x' };
+      if (i % 997 === 0 || i >= max) {
+        assertSameBytes(fastBytes(value), corpus.referenceEncode(value), `dictionary ${i}`);
+      } else {
+        fast.encode(value);
+      }
+    }
+    assert.strictEqual(fast.trieNodeCounts().write, max);
+    assert.strictEqual(fast.trieNodeCounts().read, before, 'encoding added nodes to the decoder\'s trie');
+    for (let i = 0; i < max + 500; i++) {
+      const value = { [`user-${i}`]: i };
+      const bytes = v8.serialize(value);
+      const decoded = fast.decode(bytes);
+      if (i % 997 === 0 || i >= max) assertSameValue(decoded, v8.deserialize(bytes), `dictionary ${i}`);
+    }
+    assert.strictEqual(fast.trieNodeCounts().read, max);
+    // Known and new sequences both still come out right with both tries full.
+    for (const value of [{ a: 1, b: 2 }, { a: 1, b: 2 }, { fresh: 1, keys: 2 }, { fresh: 1, keys: 2 }]) {
+      const bytes = fastBytes(value);
+      assertSameBytes(bytes, corpus.referenceEncode(value), Object.keys(value).join(','));
+      assertSameValue(fast.decode(bytes.subarray(4)), value, Object.keys(value).join(','));
+    }
+  });
+
   test('a scratch buffer the encoder outgrew is not kept alive', T, async () => {
     // V8's collector, reached through its --expose-gc flag set at run time.
     require('v8').setFlagsFromString('--expose-gc');

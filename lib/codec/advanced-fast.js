@@ -357,12 +357,16 @@ function writeTwoByte(s) {
 // the key as a payload holds it (tag, length, characters), or null for a key
 // that is not written so (an array index, a key over 127 characters or with
 // a character above U+00FF). The decoder's nodes also hold its templates
-// (see readObject). The tries are bounded together, so endless new keys cost
-// bounded memory. Keys past the first TRIE_MAX_DEPTH of an object are not
-// followed.
+// (see readObject). Each trie is bounded, so endless new keys (an object
+// used as a dictionary, a hostile peer) cost bounded memory, and the
+// encoder's keys cannot use up the decoder's room. Keys past the first
+// TRIE_MAX_DEPTH of an object are not followed.
 const TRIE_MAX_NODES = 8192;
 const TRIE_MAX_DEPTH = 32;
-var trieNodes = 0;
+
+function newTrie() {
+  return { root: newTrieNode(null), nodes: 0 };
+}
 
 function newTrieNode(key) {
   return { next: null, make: null, hits: 0, hotChild: null, key, keyBytes: keyBytesOf(key) };
@@ -382,14 +386,14 @@ function keyBytesOf(key) {
   return bytes;
 }
 
-// The child of `node` for `key`, made if need be (null once the tries are
-// full); it becomes the node's hot child.
-function trieChild(node, key) {
+// The child of `node` for `key` in `trie`, made if need be (null once the
+// trie is full); it becomes the node's hot child.
+function trieChild(trie, node, key) {
   const next = node.next;
   let child = next === null ? undefined : next.get(key);
   if (child === undefined) {
-    if (trieNodes >= TRIE_MAX_NODES) return null;
-    trieNodes++;
+    if (trie.nodes >= TRIE_MAX_NODES) return null;
+    trie.nodes++;
     child = newTrieNode(key);
     if (next === null) node.next = new Map([[key, child]]);
     else next.set(key, child);
@@ -419,8 +423,8 @@ function isArrayIndexKey(k) {
   return arrayIndexOf(k) >= 0;
 }
 
-const writeTrieRoot = newTrieNode(null);
-const readTrieRoot = newTrieNode(null);
+const writeTrie = newTrie();
+const readTrie = newTrie();
 
 // An object key: an array index is written as a number (V8 keeps index keys
 // as numbers), anything else as a string.
@@ -539,7 +543,7 @@ function writePlainObject(o) {
   // prototype, Object.prototype or null, has none enumerable: checked once
   // per message), reads their values straight from V8's enum cache, and
   // skips a key a getter deleted, as V8's serializer does.
-  let node = writeTrieRoot;
+  let node = writeTrie.root;
   for (const k in o) {
     const v = o[k];
     const hot = node === null ? null : node.hotChild;
@@ -548,7 +552,7 @@ function writePlainObject(o) {
       node = hot;
     } else {
       writeKey(k);
-      node = node === null || written >= TRIE_MAX_DEPTH ? null : trieChild(node, k);
+      node = node === null || written >= TRIE_MAX_DEPTH ? null : trieChild(writeTrie, node, k);
     }
     writeValue(v);
     written++;
@@ -1014,7 +1018,7 @@ function readObject() {
   // needs it earlier (see readValue).
   addObject(PENDING_OBJECT);
   const base = sp;
-  let node = readTrieRoot;
+  let node = readTrie.root;
   let n = 0;
   for (;;) {
     if (peekTag() === T_END_OBJECT) {
@@ -1037,7 +1041,7 @@ function readObject() {
       } else if (k === '__proto__') {
         throw NOT_FAST;
       } else if (node !== null) {
-        node = n < TRIE_MAX_DEPTH ? trieChild(node, k) : null;
+        node = n < TRIE_MAX_DEPTH ? trieChild(readTrie, node, k) : null;
       }
     }
     const v = readValue();
@@ -1262,6 +1266,12 @@ function run(bytes, buffer, offset, start, stop, copyViews) {
   }
 }
 
+// How many nodes each key trie holds (for the tests of their bound).
+function trieNodeCounts() {
+  return { write: writeTrie.nodes, read: readTrie.nodes, max: TRIE_MAX_NODES };
+}
+
 module.exports = {
   encode, encodeCopy, encodeToScratch, encodeAppend, spilled, scratch, decode, decodeRange, configure, NOT_FAST,
+  trieNodeCounts,
 };
