@@ -16,6 +16,7 @@
 const { describe, test } = require('node:test');
 const assert = require('assert');
 const v8 = require('v8');
+const { spawnSync } = require('child_process');
 const procwire = require('..');
 const corpus = require('./fixtures/corpus');
 const fast = require('../lib/codec/advanced-fast');
@@ -118,6 +119,66 @@ function declined() {
     ['frozen array', Object.freeze([1, 2])],
     ['ArrayBuffer', new ArrayBuffer(4)],
   ];
+}
+
+// ---- checks that need the key tries empty -------------------------------------
+
+// The encoder's and the decoder's key tries live as long as the process, and
+// the tests above fill them: these checks run in a child that re-runs this
+// file (runFresh).
+const FRESH_CHECKS = {
+  longKeys() {
+    const before = fast.trieNodeCounts().write;
+    for (let i = 0; i < 8; i++) {
+      const value = { [`${i}`.padEnd(100000, 'k')]: i, b: 2 };
+      assertSameBytes(fastBytes(value), corpus.referenceEncode(value), `long key ${i}`);
+    }
+    assert.strictEqual(fast.trieNodeCounts().write, before);
+    // A short key then a long one: the short key's node is kept, not the long one.
+    const value = { shortBeforeALongKey: 1, ['x'.repeat(128)]: 2 };
+    fast.encode(value);
+    assert.strictEqual(fast.trieNodeCounts().write, before + 1);
+  },
+  endlessKeys() {
+    // An object used as a dictionary meets a new key every time. Each trie
+    // stops at its bound; the encoder's keys do not use up the decoder's.
+    const { max } = fast.trieNodeCounts();
+    const before = fast.trieNodeCounts().read;
+    for (let i = 0; i < max + 500; i++) {
+      const value = { [`user-${i}`]: i, [`name-${i}`]: 'x' };
+      if (i % 997 === 0 || i >= max) {
+        assertSameBytes(fastBytes(value), corpus.referenceEncode(value), `dictionary ${i}`);
+      } else {
+        fast.encode(value);
+      }
+    }
+    assert.strictEqual(fast.trieNodeCounts().write, max);
+    assert.strictEqual(fast.trieNodeCounts().read, before, 'encoding added nodes to the decoder\'s trie');
+    for (let i = 0; i < max + 500; i++) {
+      const value = { [`user-${i}`]: i };
+      const bytes = v8.serialize(value);
+      const decoded = fast.decode(bytes);
+      if (i % 997 === 0 || i >= max) assertSameValue(decoded, v8.deserialize(bytes), `dictionary ${i}`);
+    }
+    assert.strictEqual(fast.trieNodeCounts().read, max);
+    // Known and new sequences both still come out right with both tries full.
+    for (const value of [{ a: 1, b: 2 }, { a: 1, b: 2 }, { fresh: 1, keys: 2 }, { fresh: 1, keys: 2 }]) {
+      const bytes = fastBytes(value);
+      assertSameBytes(bytes, corpus.referenceEncode(value), Object.keys(value).join(','));
+      assertSameValue(fast.decode(bytes.subarray(4)), value, Object.keys(value).join(','));
+    }
+  },
+};
+
+if (process.argv[2] === 'fresh') {
+  FRESH_CHECKS[process.argv[3]]();
+  return;
+}
+
+function runFresh(name) {
+  const r = spawnSync(process.execPath, [__filename, 'fresh', name],
+    { encoding: 'utf8', timeout: 100_000, killSignal: 'SIGKILL' });
+  assert.strictEqual(r.status, 0, `${name}, run in a fresh process: ${r.error || r.signal || ''}\n${r.stderr}`);
 }
 
 describe('fast path: bytes and values equal Node\'s', () => {
@@ -279,6 +340,25 @@ describe('fast path: bytes and values equal Node\'s', () => {
       check(value, `${Object.keys(value).join(',')} (again)`);
     }
     for (const value of sequence) check(value, `${Object.keys(value).join(',')} (after the others)`);
+  });
+
+  test('a getter that gives Object.prototype an enumerable key does not add it to later objects', T, () => {
+    const value = {
+      get first() {
+        Object.defineProperty(Object.prototype, 'inherited', { value: 1, enumerable: true, configurable: true });
+        return 1;
+      },
+      later: { own: 2 },
+    };
+    const expected = corpus.referenceEncode(value);
+    delete Object.prototype.inherited;
+    try {
+      assertSameBytes(procwire.codec.advanced.encode(value), expected, 'procwire.codec.advanced');
+      delete Object.prototype.inherited;
+      assert.strictEqual(fast.encode(value), null, 'the fast path should leave it to ValueSerializer');
+    } finally {
+      delete Object.prototype.inherited;
+    }
   });
 
   test('messages that repeat a key sequence and then leave it decode as ValueDeserializer does', T, () => {
@@ -599,35 +679,14 @@ describe('fast path on a channel: the bytes on the wire', () => {
 });
 
 describe('fast path: memory', () => {
-  test('endless new keys fill each key trie to its bound, and Node\'s bytes are still written and read', T, () => {
-    // An object used as a dictionary meets a new key every time. Each trie
-    // stops at its bound; the encoder's keys do not use up the decoder's.
-    const { max } = fast.trieNodeCounts();
-    const before = fast.trieNodeCounts().read;
-    for (let i = 0; i < max + 500; i++) {
-      const value = { [`user-${i}`]: i, [`name-${i}`]: 'x' };
-      if (i % 997 === 0 || i >= max) {
-        assertSameBytes(fastBytes(value), corpus.referenceEncode(value), `dictionary ${i}`);
-      } else {
-        fast.encode(value);
-      }
-    }
-    assert.strictEqual(fast.trieNodeCounts().write, max);
-    assert.strictEqual(fast.trieNodeCounts().read, before, 'encoding added nodes to the decoder\'s trie');
-    for (let i = 0; i < max + 500; i++) {
-      const value = { [`user-${i}`]: i };
-      const bytes = v8.serialize(value);
-      const decoded = fast.decode(bytes);
-      if (i % 997 === 0 || i >= max) assertSameValue(decoded, v8.deserialize(bytes), `dictionary ${i}`);
-    }
-    assert.strictEqual(fast.trieNodeCounts().read, max);
-    // Known and new sequences both still come out right with both tries full.
-    for (const value of [{ a: 1, b: 2 }, { a: 1, b: 2 }, { fresh: 1, keys: 2 }, { fresh: 1, keys: 2 }]) {
-      const bytes = fastBytes(value);
-      assertSameBytes(bytes, corpus.referenceEncode(value), Object.keys(value).join(','));
-      assertSameValue(fast.decode(bytes.subarray(4)), value, Object.keys(value).join(','));
-    }
+  test('keys the encoder cannot copy (over 127 characters) are not kept in its trie', T, () => {
+    runFresh('longKeys');
   });
+
+  test('endless new keys fill each key trie to its bound, and Node\'s bytes are still written and read', T, () => {
+    runFresh('endlessKeys');
+  });
+
 
   test('a scratch buffer the encoder outgrew is not kept alive', T, async () => {
     // V8's collector, reached through its --expose-gc flag set at run time.

@@ -552,7 +552,9 @@ function writePlainObject(o) {
       node = hot;
     } else {
       writeKey(k);
-      node = node === null || written >= TRIE_MAX_DEPTH ? null : trieChild(writeTrie, node, k);
+      // A key the trie could not copy is not kept in it either: a long key
+      // would only hold memory.
+      node = node === null || written >= TRIE_MAX_DEPTH || k.length > 127 ? null : trieChild(writeTrie, node, k);
     }
     writeValue(v);
     written++;
@@ -668,7 +670,10 @@ function encodeInto(buffer, at, value, maxView) {
     out[pos++] = T_VERSION;
     out[pos++] = VERSION;
     writeValue(value);
-    ok = true;
+    // A getter that gave Object.prototype an enumerable property made the
+    // for-in of every plain object after it meet that inherited key, which
+    // V8 does not write: such a message goes to ValueSerializer.
+    ok = !plainPrototypeIsClean || nextId === 0 || hasNoEnumerableKeys(ObjectPrototype);
   } catch (err) {
     if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
   } finally {
