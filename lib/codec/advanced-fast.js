@@ -48,7 +48,7 @@ const { Buffer } = require('buffer');
 const { isProxy, isDate } = require('util').types;
 const {
   typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
-  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
+  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView, bufferSlice,
 } = require('../fallback/views');
 
 // Intrinsics, captured before user code can replace them.
@@ -65,7 +65,6 @@ const DateGetTime = Date.prototype.getTime;
 const MathCeil = Math.ceil;
 const BigIntCtor = BigInt;
 const bufferWrite = Buffer.prototype.write;
-const bufferToString = Buffer.prototype.toString;
 // Buffer's per-encoding methods skip write()'s and toString()'s argument
 // parsing, which costs more than the copy for a short string. Every Node
 // line this package supports has them; the generic methods stand in
@@ -73,16 +72,9 @@ const bufferToString = Buffer.prototype.toString;
 const latin1Write = typeof Buffer.prototype.latin1Write === 'function'
   ? Buffer.prototype.latin1Write
   : function latin1Write(s, offset, length) { return bufferWrite.call(this, s, offset, length, 'latin1'); };
-// The decoder reads any Uint8Array, not only Buffers: the stand-ins look at
-// it through a Buffer.
-const asBuffer = (view) => Buffer.from(typedArrayBuffer.call(view), typedArrayByteOffset.call(view),
-  typedArrayByteLength.call(view));
-const latin1Slice = typeof Buffer.prototype.latin1Slice === 'function'
-  ? Buffer.prototype.latin1Slice
-  : function latin1Slice(from, to) { return bufferToString.call(asBuffer(this), 'latin1', from, to); };
-const ucs2Slice = typeof Buffer.prototype.ucs2Slice === 'function'
-  ? Buffer.prototype.ucs2Slice
-  : function ucs2Slice(from, to) { return bufferToString.call(asBuffer(this), 'utf16le', from, to); };
+// The decoder reads any Uint8Array, not only Buffers (bufferSlice).
+const latin1Slice = bufferSlice('latin1Slice', 'latin1');
+const ucs2Slice = bufferSlice('ucs2Slice', 'utf16le');
 const bufferCopy = Buffer.prototype.copy;
 const bufferWriteBigUInt64LE = Buffer.prototype.writeBigUInt64LE;
 const bufferReadBigUInt64LE = Buffer.prototype.readBigUInt64LE;

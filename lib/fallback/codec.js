@@ -32,18 +32,11 @@ const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const {
   typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
-  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView,
+  dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView, bufferSlice,
 } = require('./views');
 const isNativeError = util.types.isNativeError;
 const bufferToString = state.Buffer.prototype.toString;
-// Buffer#toString('utf8') without its argument handling; the generic method
-// stands in on a Node line without it.
-const utf8Slice = typeof state.Buffer.prototype.utf8Slice === 'function'
-  ? state.Buffer.prototype.utf8Slice
-  : function utf8Slice(from, to) {
-    return bufferToString.call(state.Buffer.from(typedArrayBuffer.call(this), typedArrayByteOffset.call(this),
-      typedArrayByteLength.call(this)), 'utf8', from, to);
-  };
+const utf8Slice = bufferSlice('utf8Slice', 'utf8');
 const bufferWriteUInt32BE = state.Buffer.prototype.writeUInt32BE;
 const Uint8ArraySet = Uint8Array.prototype.set;
 
