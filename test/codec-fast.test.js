@@ -359,6 +359,24 @@ describe('fast path: bytes and values equal Node\'s', () => {
     } finally {
       delete Object.prototype.inherited;
     }
+    // With one object there is no later object to meet the key: the fast
+    // path writes it, and its bytes are still Node's.
+    const alone = {
+      get first() {
+        Object.defineProperty(Object.prototype, 'inherited', { value: 1, enumerable: true, configurable: true });
+        return 1;
+      },
+      own: 2,
+    };
+    try {
+      const bytes = fastBytes(alone);
+      delete Object.prototype.inherited;
+      const reference = corpus.referenceEncode(alone);
+      assert.ok(bytes !== null, 'the fast path declined a single object');
+      assertSameBytes(bytes, reference, 'a single object');
+    } finally {
+      delete Object.prototype.inherited;
+    }
   });
 
   test('messages that repeat a key sequence and then leave it decode as ValueDeserializer does', T, () => {
