@@ -11,12 +11,28 @@ const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
 
+// Bytes of this process's mappings of procwire's segments (not its rings).
+function segmentMappingBytes() {
+  let bytes = 0;
+  for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    if (!/\/memfd:procwire \(deleted\)$/.test(line)) continue;
+    const [from, to] = line.split(' ')[0].split('-').map((x) => BigInt(`0x${x}`));
+    bytes += Number(to - from);
+  }
+  return bytes;
+}
+
 if (process.argv[2] === 'child') {
   // A procwire child that echoes, reports what it received, mutates
   // received buffers (they are its own copy-on-write pages), and counts fds.
   const ch = procwire.parent;
   ch.on('message', (m) => {
     if (m && m.op === 'fds') { ch.send({ fds: fs.readdirSync('/proc/self/fd').length }); return; }
+    if (m && m.op === 'segment-maps') {
+      if (typeof global.gc === 'function') global.gc();
+      ch.send({ bytes: segmentMappingBytes() });
+      return;
+    }
     if (m && m.op === 'sum') {
       let sum = 0;
       for (let i = 0; i < m.data.length; i += 997) sum += m.data[i];
@@ -156,6 +172,37 @@ test('transfer: procwire.alloc() buffers move without copying and are detached f
     assert.strictEqual(m2.plain[3 * MiB - 1], 9);
   } finally {
     p.close();
+  }
+});
+
+test('big transferred segments are unmapped on both sides once done with (by the background thread)', TIMEOUT, async () => {
+  const child = procwire.fork(__filename, ['child'], { child: 'procwire', serialization: 'advanced', execArgv: ['--expose-gc'] });
+  const exited = exitOf(child);
+  const ch = child.channel;
+  const answer = (what) => unlessExited(nextOf(ch, what), exited, what);
+  try {
+    ch.send({ op: 'segment-maps' });
+    const { bytes: childBefore } = await answer('the child\'s mappings before');
+    const before = segmentMappingBytes();
+    // 4 MiB each: past the 1 MiB from which both ends leave the teardown to
+    // their background thread.
+    for (let i = 0; i < 8; i++) {
+      const data = procwire.alloc(4 * MiB);
+      data.fill(i + 1);
+      ch.send({ op: 'sum', data }, { transfer: [data] });
+      const { sum, length } = await answer('a transfer\'s sum');
+      assert.strictEqual(length, 4 * MiB);
+      assert.strictEqual(sum, (i + 1) * Math.ceil(4 * MiB / 997));
+    }
+    // The sender's mappings go when send() detaches them; the receiver's
+    // when its collector frees the Buffers. Neither may stay behind.
+    await until(() => segmentMappingBytes() === before, WAIT, 'the sender\'s mappings to go');
+    await until(async () => {
+      ch.send({ op: 'segment-maps' });
+      return (await answer('the child\'s mappings')).bytes === childBefore;
+    }, WAIT, 'the receiver\'s mappings to go', 50);
+  } finally {
+    await killChild(child, exited);
   }
 });
 

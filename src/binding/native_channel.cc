@@ -1246,10 +1246,12 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   void EmitBatch(std::vector<Local<Value>>& messages, std::vector<Local<Value>>& errors,
                  std::vector<Local<Value>>& handle_fds) {
     Isolate* isolate = data_->isolate;
+    bool took_segments = false;
     if (!messages.empty() || !errors.empty() || taken_segments_ > 0 || !handle_fds.empty()) {
       // How many frames of this batch JavaScript decodes (in the buffers it
       // gave decodeInJs).
       const double js_frames = static_cast<double>(js_frames_used_);
+      took_segments = taken_segments_ > 0;
       StartBatch();
       Local<Array> list = Array::New(isolate, messages.data(), messages.size());
       Local<Value> error_list = errors.empty()
@@ -1274,8 +1276,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
       Call(on_read_, 7, argv);
     }
     // The batch was handled: V8 may do its pending collection work now
-    // (see ReceivedSegmentPool).
-    if (received_pool_ != nullptr) received_pool_->AfterBatch();
+    // (see LetCollectorCatchUp).
+    if (took_segments) LetCollectorCatchUp(isolate);
   }
 
   void EndRingCorrupt(Local<Context> context) {

@@ -7,9 +7,11 @@
 // Ownership: each mapping belongs to its V8 BackingStore; the deleter unmaps
 // it (and closes an allocated segment's descriptor). Deleters may run on any
 // thread (V8 frees backing stores from its sweeper), so the registry of
-// allocated segments is guarded by a mutex. Allocated segments are unmapped
-// by a background thread: tearing down 64 MiB of touched pages takes about
-// 3 ms, which a transfer should not wait for.
+// allocated segments is guarded by a mutex. Big allocated and received
+// segments are unmapped by a background thread at idle priority: tearing
+// down 64 MiB of touched pages takes about 3 ms (10 ms when its pages are
+// freed with it), which neither a transfer nor the peer receiving it should
+// wait for.
 #ifndef PROCWIRE_BINDING_SEGMENTS_H_
 #define PROCWIRE_BINDING_SEGMENTS_H_
 
@@ -59,6 +61,16 @@ size_t RefusedSegmentBytes(int fd);
 // becomes empty. Returns false (and does nothing) for any other ArrayBuffer.
 bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
 
+// V8 counts an ArrayBuffer's bytes as external memory when it is made, and
+// once that growth passes its limit it starts marking; if marking is still
+// under way when the next big ArrayBuffer is made, V8 advances it right
+// there (a step of up to 5-10 ms, or the collection's pause), before that
+// message is even decoded. So once a batch that took segments (recycled,
+// sealed or transferred) was handled, the channel calls this to let V8 do
+// that pending work then, while the peer prepares its next message.
+// Threading: the isolate's thread.
+void LetCollectorCatchUp(v8::Isolate* isolate);
+
 // The receiving side of a peer's recycled segments (one per channel): maps
 // each segment once (shared, pre-faulted) when its descriptor arrives,
 // builds an ArrayBuffer over it for every message that uses it, and when
@@ -67,14 +79,6 @@ bool ReleaseReceivedSegment(v8::Local<v8::ArrayBuffer> ab);
 // A segment's mapping lives until the peer told us to forget it AND no
 // ArrayBuffer uses it any more, so nothing the receiver can still read is
 // unmapped, and the peer reuses a segment only after its return.
-//
-// V8 counts an ArrayBuffer's bytes as external memory when it is made, and
-// once that growth passes its limit it starts marking; if marking is still
-// under way when the next big ArrayBuffer is made, V8 advances it right
-// there (a step of up to 5-10 ms, or the collection's pause), before that
-// message is even decoded. So once a batch that took segments was handled,
-// AfterBatch() lets V8 do that pending work then, while the peer prepares
-// its next message.
 //
 // Ownership: the owner (the channel) calls Close() before destroying it;
 // ArrayBuffers handed out keep their mappings alive beyond that.
@@ -99,7 +103,6 @@ class ReceivedSegmentPool {
   v8::MaybeLocal<v8::ArrayBuffer> Take(uint32_t id, size_t length, int* error);
   // Called once the batch of messages that may have taken segments was
   // handled (see the class comment).
-  void AfterBatch();
   // The peer dropped segment `id`. Returns false for an unknown id.
   bool Forget(uint32_t id);
   // Stops the returns (no more callbacks) and drops the cache's mappings.
@@ -126,8 +129,6 @@ class ReceivedSegmentPool {
   v8::Isolate* isolate_;
   ReturnCallback on_return_;
   std::shared_ptr<Returns> returns_;
-  // Whether Take made an ArrayBuffer since the last AfterBatch().
-  bool took_since_batch_ = false;
   std::unordered_map<uint32_t, Mapping*> maps_;
   size_t mapped_bytes_ = 0;
   size_t max_mapped_;
