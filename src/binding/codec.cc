@@ -529,6 +529,10 @@ bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
   return true;
 }
 
+// See EncodeJson: texts up to this many characters are written without
+// measuring their UTF-8 size first (Node's stream writer uses the same bound).
+constexpr size_t kJsonMeasureFrom = 65535;
+
 bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, EncodedFrame* out) {
   Isolate* isolate = data->isolate;
   Local<String> text;
@@ -561,17 +565,31 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, Enc
     }
   }
   // The UTF-8 goes straight into the frame's block: no intermediate copy
-  // (String::Utf8Value would make one, as large as the message).
-  const size_t length = Utf8Size(isolate, text);
-  uint8_t* block = static_cast<uint8_t*>(std::malloc(length + 1));
+  // (String::Utf8Value would make one, as large as the message). Up to
+  // kJsonMeasureFrom characters the block is sized for the worst case (three
+  // bytes per UTF-16 unit; two for a string V8 stores one byte wide) and
+  // trimmed after, as Node's own stream writer does: measuring first is a
+  // second pass over the text (6% of a parent's CPU per 16 KiB json message
+  // in a profile). Longer texts are measured, so their block is not up to
+  // three times their size.
+  const size_t chars = static_cast<size_t>(text->Length());
+  const bool measure = chars > kJsonMeasureFrom;
+  const size_t capacity = measure ? Utf8Size(isolate, text) : chars * (text->IsOneByte() ? 2 : 3);
+  uint8_t* block = static_cast<uint8_t*>(std::malloc(capacity + 1));
   if (block == nullptr) {
     isolate->LowMemoryNotification();
     ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "out of memory encoding JSON");
     return false;
   }
-  const size_t written = WriteUtf8(isolate, text, reinterpret_cast<char*>(block), length);
-  CHECK_EQ(written, length);
+  const size_t length = WriteUtf8(isolate, text, reinterpret_cast<char*>(block), capacity);
+  CHECK(measure ? length == capacity : length <= capacity);
   block[length] = '\n';
+  if (length < capacity) {
+    // Shrinking keeps the block where it is (no copy); a queued frame then
+    // holds only its own bytes.
+    uint8_t* trimmed = static_cast<uint8_t*>(std::realloc(block, length + 1));
+    if (trimmed != nullptr) block = trimmed;
+  }
   out->data = block;
   out->size = length + 1;
   return true;
