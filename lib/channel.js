@@ -1039,6 +1039,16 @@ class Channel extends EventEmitter {
   // running out of memory for their copy fails it; frames before it may
   // already be in the ring, so the rest cannot be sent in order, and the
   // channel closes with that error (outside send()).
+  // Writes out now what this tick's sends left for its flush; their
+  // callbacks are still settled by that flush, never in here. For kill():
+  // Node's pipe writes within send(), so everything sent before a signal is
+  // in the socket when the signal goes, and its callback succeeds.
+  _writeOutNow() {
+    if (!this._flushScheduled || this._state === 'closed') return;
+    this._unstage();
+    if (this._state !== 'closed') this._handle.flush();
+  }
+
   _unstage() {
     // A closed handle takes nothing: staged frames are dropped with it.
     if (this._stagedFrames === 0 || this._state === 'closed') return this._pushed;

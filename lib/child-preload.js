@@ -31,7 +31,7 @@ function setup() {
   const { setupChildProcess } = require('./child-process-ipc');
   binding.setBlocking(fd, false);
   const channel = new Channel(fd, {
-    serialization, transport: 'fork', peer: { pid: process.ppid }, segments: serialization === 'advanced',
+    __proto__: null, serialization, transport: 'fork', peer: { pid: process.ppid }, segments: serialization === 'advanced',
   });
   setupChildProcess(process, channel, {
     legacyChannelAlias: Number(process.versions.node.split('.')[0]) < 26, childSide: true,

@@ -149,6 +149,27 @@ class ReceivedSockets extends EventEmitter {
 // go of the handle once the peer took it. Returns null when there is nothing
 // to send (a socket without a handle, a server not listening): the message
 // then goes without a handle, as in Node.
+// An HTTP server's connection that goes to the peer takes its HTTP state
+// with it: its parser goes back to Node's pool and its response lets go of
+// it, as Node's own fork does (with _http_common, Node's module for this,
+// public though undocumented), so neither keeps the socket alive here.
+let httpCommon;
+function releaseHttpState(socket) {
+  const parser = socket.parser;
+  if (parser === null || parser === undefined) return;
+  if (httpCommon === undefined) {
+    try {
+      httpCommon = require('_http_common');
+    } catch {
+      httpCommon = null;
+    }
+  }
+  if (httpCommon === null || typeof httpCommon.freeParser !== 'function' ||
+      typeof httpCommon.HTTPParser !== 'function' || !(parser instanceof httpCommon.HTTPParser)) return;
+  httpCommon.freeParser(parser, null, socket);
+  if (socket._httpMessage) socket._httpMessage.detachSocket(socket);
+}
+
 function prepareSend(type, message, handle, options, protocol) {
   switch (type) {
     case 'net.Socket': {
@@ -179,6 +200,7 @@ function prepareSend(type, message, handle, options, protocol) {
         }
         handle._handle = null;
         handle.setTimeout(0);
+        releaseHttpState(handle);
         if (server) server._connections--;
         return { fd, release: () => raw.close() };
       }
@@ -457,6 +479,17 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     // The channel counts towards 'close' as Node's IPC pipe does.
     child._closesNeeded = (child._closesNeeded || 1) + 1;
     child._closesGot = child._closesGot || 0;
+    // Node writes each message within send(); here a tick's later messages
+    // wait for its flush. So that a signal never overtakes what was sent
+    // before it (send(); kill('SIGKILL') reports the message sent, as in
+    // Node), kill() writes them out first.
+    const kill = child.kill;
+    if (typeof kill === 'function') {
+      child.kill = function kill_(signal) {
+        channel._writeOutNow();
+        return Reflect.apply(kill, this, arguments);
+      };
+    }
   } else {
     let refs = 0;
     let explicit = false;

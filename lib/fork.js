@@ -87,11 +87,13 @@ function fork(modulePath, args, options) {
   } else if (!Array.isArray(args)) {
     throw nodeError('ERR_INVALID_ARG_TYPE', 'args', 'an instance of Array', args);
   }
-  if (options != null && typeof options !== 'object') {
+  if (options != null && (typeof options !== 'object' || Array.isArray(options))) {
     throw nodeError('ERR_INVALID_ARG_TYPE', 'options', 'of type object', options);
   }
-  // A drop-in never runs the child through a shell, as Node's fork.
-  options = { ...options, shell: false };
+  // A drop-in never runs the child through a shell, as Node's fork. Only
+  // the options' own keys count, as in Node: a key someone put on
+  // Object.prototype (execPath, execArgv, stdio, ...) is not an option.
+  options = { __proto__: null, ...options, shell: false };
 
   const childMode = options.child === undefined ? defaultChildMode(options) : options.child;
   if (!CHILD_MODES.includes(childMode)) throw invalidArg('options.child must be "node", "procwire" or "native"');
@@ -105,6 +107,7 @@ function fork(modulePath, args, options) {
   // The channel's options, checked before the child exists, so a bad value
   // throws with no child behind it.
   const channelOptions = {
+    __proto__: null,
     serialization, maxMessageSize: options.maxMessageSize, highWaterMark: options.highWaterMark, maxQueuedBytes: options.maxQueuedBytes,
     transport: 'fork',
     outOfLine: options.outOfLine,
@@ -201,6 +204,7 @@ function fork(modulePath, args, options) {
 
   const pipe = native ? null : child.stdio[slot];
   const channel = new Channel(native ? parentFd : null, {
+    __proto__: null,
     ...channelOptions,
     ...(native ? {} : { createHandle: (callbacks, o) => require('./transport/fallback').streamHandle(pipe, callbacks, o) }),
     peer: { pid: child.pid, mode },
@@ -234,7 +238,7 @@ function getParent() {
   }
   binding.setBlocking(fd, false);
   parentChannel = new Channel(fd, {
-    serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid }, segments: true,
+    __proto__: null, serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid }, segments: true,
   });
   return parentChannel;
 }

@@ -156,6 +156,7 @@ test('argument errors: same codes, classes and messages as child_process.fork', 
     [1],
     [FIXTURE, 1],
     [FIXTURE, [], 'not an object'],
+    [FIXTURE, [], []],
     [FIXTURE, { stdio: 'bogus' }],
     [FIXTURE, { stdio: ['pipe', 'pipe', 'pipe'] }],
     [FIXTURE, { stdio: ['pipe', 'pipe', 'pipe', 'ipc', 'ipc'] }],
@@ -167,6 +168,55 @@ test('argument errors: same codes, classes and messages as child_process.fork', 
     assert.ok(node !== null, `child_process.fork should throw for ${JSON.stringify(args)}`);
     assert.deepStrictEqual(thrown(() => procwire.fork(...args)), node);
   }
+});
+
+// Node copies the options' own keys only ({ __proto__: null, ...options }):
+// a key someone put on Object.prototype is no option of any fork.
+test('keys on Object.prototype are not options (execPath, execArgv, stdio, silent, serialization, child)', { timeout: 60_000 }, async (t) => {
+  const polluted = {
+    execPath: '/not/existing/path', execArgv: ['--no-such-flag'], stdio: 'bogus', silent: true,
+    serialization: 'bogus', child: 'bogus',
+  };
+  await sideBySide(t, async (variant) => {
+    for (const [key, value] of Object.entries(polluted)) Object.prototype[key] = value;
+    let child;
+    try {
+      child = variant.fork(FIXTURE, [], {});
+    } finally {
+      for (const key of Object.keys(polluted)) delete Object.prototype[key];
+    }
+    try {
+      child.send({ op: 'info' });
+      const { execArgv, serialization } = (await nextMessage(child)).message;
+      return { stdout: child.stdout, execArgv, serialization: serialization === undefined ? 'json' : serialization };
+    } finally {
+      await stop(child);
+    }
+  });
+});
+
+// Node writes a message within send(): once send() returned, a signal cannot
+// overtake it, and its callback reports it sent.
+test('send() then kill(): the message counts as sent, as in Node', { timeout: 60_000 }, async (t) => {
+  await sideBySide(t, async (variant) => {
+    const seen = [];
+    for (let i = 0; i < 3; i++) {
+      const child = variant.fork(FIXTURE, [], {});
+      const sent = withTimeout(new Promise((resolve) => {
+        child.send({ op: 'echo', value: 1 }, (err) => resolve(describeError(err)));
+      }), 'the first callback');
+      const second = withTimeout(new Promise((resolve) => {
+        child.send({ op: 'echo', value: 2 }, (err) => resolve(describeError(err)));
+      }), 'the second callback');
+      child.kill('SIGKILL');
+      // The rest of this tick takes a while (the child is dead before it
+      // ends): what send() left for later would find the peer gone.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      seen.push([await sent, await second]);
+      await once(child, 'exit');
+    }
+    return seen;
+  });
 });
 
 test('fork(path, null, options) and file: URLs with escapes work as in child_process', { timeout: 30_000 }, async (t) => {
@@ -485,6 +535,36 @@ test('keepOpen: the sender keeps using a socket it passed', { timeout: 60_000 },
       await stop(child);
     }
   });
+});
+
+// Node's fork frees an HTTP connection's parser and detaches its response
+// when it passes the socket on (without keepOpen), so neither keeps it here.
+test('an HTTP connection passed to the child lets go of its parser and response', { timeout: 60_000 }, async (t) => {
+  const http = require('http');
+  await sideBySide(t, async (variant) => {
+    const child = variant.fork(FIXTURE, [], {});
+    const server = http.createServer();
+    let client = null;
+    try {
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const request = once(server, 'request');
+      client = net.connect(server.address().port, '127.0.0.1');
+      const text = readAll(client);
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      const [, res] = await request;
+      const socket = res.socket;
+      const before = { parser: socket.parser !== null, httpMessage: socket._httpMessage === res };
+      child.send({ text: 'hi' }, socket);
+      const { message } = await nextMessage(child);
+      // The child answers on the connection, not HTTP: it owns it now.
+      const answered = (await text).startsWith('child ');
+      return { before, after: { parser: socket.parser, httpMessage: socket._httpMessage }, kind: message.kind, answered };
+    } finally {
+      if (client !== null) client.destroy();
+      server.close();
+      await stop(child);
+    }
+  }, PLAIN_CHILD_VARIANTS);
 });
 
 test('NODE_HANDLE_NACK: the handle is sent again, 3 times at most, then a warning; queued messages follow', { timeout: 30_000 }, async (t) => {
