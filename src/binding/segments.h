@@ -101,8 +101,6 @@ class ReceivedSegmentPool {
   // An ArrayBuffer over bytes [0, length) of segment `id`. Fails with
   // *error ENOENT (unknown id) or EFBIG (length past the segment's end).
   v8::MaybeLocal<v8::ArrayBuffer> Take(uint32_t id, size_t length, int* error);
-  // Called once the batch of messages that may have taken segments was
-  // handled (see the class comment).
   // The peer dropped segment `id`. Returns false for an unknown id.
   bool Forget(uint32_t id);
   // Stops the returns (no more callbacks) and drops the cache's mappings.
