@@ -483,11 +483,13 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     // wait for its flush. So that a signal never overtakes what was sent
     // before it (send(); kill('SIGKILL') reports the message sent, as in
     // Node), kill() writes them out first.
-    const kill = child.kill;
-    if (typeof kill === 'function') {
-      child.kill = function kill_(signal) {
+    // The method is looked up at each call, so a kill replaced on the
+    // prototype later (a test's stub) is still the one that runs.
+    const proto = Object.getPrototypeOf(child);
+    if (typeof proto.kill === 'function') {
+      child.kill = function kill(signal) {
         channel._writeOutNow();
-        return Reflect.apply(kill, this, arguments);
+        return Reflect.apply(proto.kill, this, arguments);
       };
     }
   } else {
