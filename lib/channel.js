@@ -1035,10 +1035,6 @@ class Channel extends EventEmitter {
     return this._handle.write(message);
   }
 
-  // Hands the staged frames to the addon -> total bytes ever queued. Only
-  // running out of memory for their copy fails it; frames before it may
-  // already be in the ring, so the rest cannot be sent in order, and the
-  // channel closes with that error (outside send()).
   // Writes out now what this tick's sends left for its flush; their
   // callbacks are still settled by that flush, never in here. For kill():
   // Node's pipe writes within send(), so everything sent before a signal is
@@ -1049,6 +1045,10 @@ class Channel extends EventEmitter {
     if (this._state !== 'closed') this._handle.flush();
   }
 
+  // Hands the staged frames to the addon -> total bytes ever queued. Only
+  // running out of memory for their copy fails it; frames before it may
+  // already be in the ring, so the rest cannot be sent in order, and the
+  // channel closes with that error (outside send()).
   _unstage() {
     // A closed handle takes nothing: staged frames are dropped with it.
     if (this._stagedFrames === 0 || this._state === 'closed') return this._pushed;

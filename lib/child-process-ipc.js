@@ -145,10 +145,6 @@ class ReceivedSockets extends EventEmitter {
   }
 }
 
-// What is sent for each type: the descriptor, and how the sending side lets
-// go of the handle once the peer took it. Returns null when there is nothing
-// to send (a socket without a handle, a server not listening): the message
-// then goes without a handle, as in Node.
 // An HTTP server's connection that goes to the peer takes its HTTP state
 // with it: its parser goes back to Node's pool and its response lets go of
 // it, as Node's own fork does (with _http_common, Node's module for this,
@@ -170,6 +166,10 @@ function releaseHttpState(socket) {
   if (socket._httpMessage) socket._httpMessage.detachSocket(socket);
 }
 
+// What is sent for each type: the descriptor, and how the sending side lets
+// go of the handle once the peer took it. Returns null when there is nothing
+// to send (a socket without a handle, a server not listening): the message
+// then goes without a handle, as in Node.
 function prepareSend(type, message, handle, options, protocol) {
   switch (type) {
     case 'net.Socket': {
