@@ -532,6 +532,9 @@ bool EncodeAdvanced(AddonData* data, Local<Context> context, Local<Value> value,
 // See EncodeJson: texts up to this many characters are written without
 // measuring their UTF-8 size first (Node's stream writer uses the same bound).
 constexpr size_t kJsonMeasureFrom = 65535;
+// ... and their block is trimmed to the bytes written when at least this
+// much of it went unused.
+constexpr size_t kJsonTrimFrom = 4096;
 
 bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, EncodedFrame* out) {
   Isolate* isolate = data->isolate;
@@ -584,9 +587,11 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, Enc
   const size_t length = WriteUtf8(isolate, text, reinterpret_cast<char*>(block), capacity);
   CHECK(measure ? length == capacity : length <= capacity);
   block[length] = '\n';
-  if (length < capacity) {
+  if (capacity - length >= kJsonTrimFrom) {
     // Shrinking keeps the block where it is (no copy); a queued frame then
-    // holds only its own bytes.
+    // holds only its own bytes. Small slack is left alone: a small frame's
+    // block is freed once written, and trimming it would cost every small
+    // message a realloc.
     uint8_t* trimmed = static_cast<uint8_t*>(std::realloc(block, length + 1));
     if (trimmed != nullptr) block = trimmed;
   }
