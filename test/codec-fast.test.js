@@ -236,6 +236,10 @@ describe('fast path: bytes and values equal Node\'s', () => {
           // As a channel's batch holds it, between other frames' bytes.
           const batch = Buffer.concat([Buffer.from('ff0f6f', 'hex'), reference.subarray(4), reference]);
           corpus.assertCase(c, fast.decodeRange(batch, 3, reference.length - 4), 'fast decoder, in a batch');
+          // With the batch's memory given, as a channel gives it (the
+          // concatenation may sit at any offset of a pooled ArrayBuffer).
+          corpus.assertCase(c, fast.decodeRange(batch, 3, reference.length - 4, batch.buffer),
+            'fast decoder, in a batch with its memory');
           // A plain Uint8Array is read as it is (a small one lives on V8's
           // heap until its memory is asked for); a DataView through a Buffer.
           const plain = new Uint8Array(reference.subarray(4));
@@ -281,6 +285,20 @@ describe('fast path: bytes and values equal Node\'s', () => {
         }
       }
     }
+  });
+
+  const native = require('../lib/native');
+  test('the native string maker reads only the memory it is given, and nothing once it is detached',
+    { ...T, skip: native.native ? false : 'the pure-JavaScript fallback has no native string maker' }, () => {
+    const { binding } = native;
+    const memory = new ArrayBuffer(8);
+    new Uint8Array(memory).set([0x61, 0x62, 0xe9, 0x64]);
+    assert.strictEqual(binding.readOneByteString(memory, 1, 3), 'b\u00e9');
+    assert.strictEqual(binding.readOneByteString(memory, 8, 8), '');
+    assert.strictEqual(binding.readOneByteString(memory, 2, 9), undefined);
+    assert.strictEqual(binding.readOneByteString(memory, 3, 2), undefined);
+    structuredClone(memory, { transfer: [memory] });
+    assert.strictEqual(binding.readOneByteString(memory, 0, 1), undefined);
   });
 
   test('aligned views borrow the payload memory; unaligned ones and copyViews copy', T, () => {

@@ -746,15 +746,19 @@ void ArrayExtraKeys(const v8::FunctionCallbackInfo<Value>& args) {
 void WriteString(const v8::FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsString());
   CHECK(args[1]->IsArrayBuffer());
-  // Offsets are numbers, not uint32s: a frame can outgrow 4 GiB.
-  CHECK(args[2]->IsNumber() && args[2].As<Number>()->Value() >= 0);
-  CHECK(args[3]->IsNumber() && args[3].As<Number>()->Value() >= 0);
+  // Offsets are numbers, not uint32s: a frame can outgrow 4 GiB. Each is
+  // read once (Number::Value is a call, and this runs for every string).
+  CHECK(args[2]->IsNumber());
+  CHECK(args[3]->IsNumber());
+  const double frame_start_arg = args[2].As<Number>()->Value();
+  const double offset_arg = args[3].As<Number>()->Value();
+  CHECK(frame_start_arg >= 0 && offset_arg >= 0);
   constexpr double kDecline = -1;
   constexpr double kNoRoom = -2;
   const Local<String> string = args[0].As<String>();
   const Local<ArrayBuffer> target = args[1].As<ArrayBuffer>();
-  const size_t frame_start = static_cast<size_t>(args[2].As<Number>()->Value());
-  const size_t offset = static_cast<size_t>(args[3].As<Number>()->Value());
+  const size_t frame_start = static_cast<size_t>(frame_start_arg);
+  const size_t offset = static_cast<size_t>(offset_arg);
   // A target detached meanwhile has no bytes: declined like any other
   // target without room for what the caller reserved.
   const size_t capacity = target->ByteLength();
@@ -800,6 +804,23 @@ void WriteString(const v8::FunctionCallbackInfo<Value>& args) {
     args.GetReturnValue().Set(static_cast<int32_t>(next));
   } else {
     args.GetReturnValue().Set(static_cast<double>(next));
+  }
+}
+
+void ReadOneByteString(const v8::FunctionCallbackInfo<Value>& args) {
+  CHECK(args[0]->IsArrayBuffer());
+  CHECK(args[1]->IsUint32());
+  CHECK(args[2]->IsUint32());
+  const Local<ArrayBuffer> memory = args[0].As<ArrayBuffer>();
+  const uint32_t start = args[1].As<v8::Uint32>()->Value();
+  const uint32_t end = args[2].As<v8::Uint32>()->Value();
+  // A buffer detached since the caller looked it up has no bytes left.
+  if (start > end || end > memory->ByteLength()) return;
+  Local<String> string;
+  if (String::NewFromOneByte(args.GetIsolate(), static_cast<const uint8_t*>(memory->Data()) + start,
+                             v8::NewStringType::kNormal, static_cast<int>(end - start))
+          .ToLocal(&string)) {
+    args.GetReturnValue().Set(string);
   }
 }
 

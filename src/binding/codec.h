@@ -135,6 +135,14 @@ void ArrayExtraKeys(const v8::FunctionCallbackInfo<v8::Value>& args);
 // how V8 writes it, and the characters are copied in the same call.
 void WriteString(const v8::FunctionCallbackInfo<v8::Value>& args);
 
+// readOneByteString(arrayBuffer, start, end) -> the string of the Latin-1
+// bytes [start, end) of `arrayBuffer`, or undefined when it no longer holds
+// them (detached meanwhile). The JavaScript decoder of the advanced codec
+// makes its one-byte strings through it: Buffer#latin1Slice makes the same
+// copy behind an environment lookup and conversions of a view and two
+// indexes, which cost more than the copy for a short string.
+void ReadOneByteString(const v8::FunctionCallbackInfo<v8::Value>& args);
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_CODEC_H_

@@ -227,6 +227,7 @@ void InitFunctions(AddonData* data, Local<Context> context, Local<Object> export
   SetFunction(isolate, context, exports, external, "decode", Decode);
   SetFunction(isolate, context, exports, external, "arrayExtraKeys", ArrayExtraKeys);
   SetFunction(isolate, context, exports, external, "writeString", WriteString);
+  SetFunction(isolate, context, exports, external, "readOneByteString", ReadOneByteString);
   SetFunction(isolate, context, exports, external, "socketPair", SocketPair);
   SetFunction(isolate, context, exports, external, "closeFd", CloseFdJs);
   SetFunction(isolate, context, exports, external, "setBlocking", SetBlocking);
