@@ -297,8 +297,29 @@ describe('fast path: bytes and values equal Node\'s', () => {
     assert.strictEqual(binding.readOneByteString(memory, 8, 8), '');
     assert.strictEqual(binding.readOneByteString(memory, 2, 9), undefined);
     assert.strictEqual(binding.readOneByteString(memory, 3, 2), undefined);
+    const shared = new SharedArrayBuffer(4);
+    new Uint8Array(shared).set([0x77, 0x78]);
+    assert.strictEqual(binding.readOneByteString(shared, 0, 2), 'wx');
+    for (const notMemory of [new Uint8Array(memory), 'abc', null, {}]) {
+      assert.strictEqual(binding.readOneByteString(notMemory, 0, 1), undefined);
+    }
     structuredClone(memory, { transfer: [memory] });
     assert.strictEqual(binding.readOneByteString(memory, 0, 1), undefined);
+  });
+
+  test('payloads in shared memory, and batches given a memory that is not theirs, decode to Node\'s values', T, () => {
+    const value = { payload: 'x'.repeat(40), key: 'short', wide: '\u00e9'.repeat(30) };
+    const frame = corpus.referenceEncode(value);
+    const shared = new Uint8Array(new SharedArrayBuffer(frame.length));
+    shared.set(frame);
+    assert.deepStrictEqual(fast.decode(shared.subarray(4)), value);
+    assert.deepStrictEqual(procwire.codec.advanced.decode(shared.subarray(4)), value);
+    const batch = Buffer.concat([Buffer.alloc(5), frame.subarray(4)]);
+    const other = new ArrayBuffer(batch.byteOffset + batch.length);
+    new Uint8Array(other).fill(0x41);
+    for (const memory of [other, new ArrayBuffer(1), 'not memory', batch.buffer, other]) {
+      assert.deepStrictEqual(fast.decodeRange(batch, 5, frame.length - 4, memory), value);
+    }
   });
 
   test('aligned views borrow the payload memory; unaligned ones and copyViews copy', T, () => {

@@ -1251,6 +1251,11 @@ function decode(view, copyViews) {
   return run(Buffer.from(buffer, offset, length), buffer, offset, 0, length, copyViews === true);
 }
 
+// The last Buffer decodeRange was given with its ArrayBuffer, checked once
+// to be its own (a channel's batch buffer, kept for the channel's life).
+var rangeBytes = null;
+var rangeMemory = null;
+
 // One payload of `length` bytes at `start` in the Buffer `bytes` -> the
 // value, or NOT_FAST, as decode(). For a channel's batch of small frames,
 // all in one Buffer: no view is made per message, and `memory` (bytes'
@@ -1259,6 +1264,14 @@ function decode(view, copyViews) {
 // decode()'s do.
 function decodeRange(bytes, start, length, memory) {
   if (decoding || length < 3) return NOT_FAST;
+  if (memory !== undefined && (bytes !== rangeBytes || memory !== rangeMemory)) {
+    // A memory that is not bytes' own is not used (nor trusted again).
+    if (typedArrayBuffer.call(bytes) !== memory) memory = undefined;
+    else {
+      rangeBytes = bytes;
+      rangeMemory = memory;
+    }
+  }
   return memory === undefined
     ? run(bytes, null, 0, start, start + length, false)
     : run(bytes, memory, typedArrayByteOffset.call(bytes), start, start + length, false);

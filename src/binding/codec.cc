@@ -808,17 +808,31 @@ void WriteString(const v8::FunctionCallbackInfo<Value>& args) {
 }
 
 void ReadOneByteString(const v8::FunctionCallbackInfo<Value>& args) {
-  CHECK(args[0]->IsArrayBuffer());
   CHECK(args[1]->IsUint32());
   CHECK(args[2]->IsUint32());
-  const Local<ArrayBuffer> memory = args[0].As<ArrayBuffer>();
   const uint32_t start = args[1].As<v8::Uint32>()->Value();
   const uint32_t end = args[2].As<v8::Uint32>()->Value();
+  // The memory under a view the caller was handed: an ArrayBuffer or a
+  // SharedArrayBuffer. Anything else is the caller's mistake, answered with
+  // undefined (its decoder then leaves the payload to ValueDeserializer).
+  const uint8_t* bytes;
+  size_t length;
+  if (args[0]->IsArrayBuffer()) {
+    const Local<ArrayBuffer> memory = args[0].As<ArrayBuffer>();
+    bytes = static_cast<const uint8_t*>(memory->Data());
+    length = memory->ByteLength();
+  } else if (args[0]->IsSharedArrayBuffer()) {
+    const Local<v8::SharedArrayBuffer> memory = args[0].As<v8::SharedArrayBuffer>();
+    bytes = static_cast<const uint8_t*>(memory->Data());
+    length = memory->ByteLength();
+  } else {
+    return;
+  }
   // A buffer detached since the caller looked it up has no bytes left.
-  if (start > end || end > memory->ByteLength()) return;
+  if (start > end || end > length) return;
   Local<String> string;
-  if (String::NewFromOneByte(args.GetIsolate(), static_cast<const uint8_t*>(memory->Data()) + start,
-                             v8::NewStringType::kNormal, static_cast<int>(end - start))
+  if (String::NewFromOneByte(args.GetIsolate(), bytes + start, v8::NewStringType::kNormal,
+                             static_cast<int>(end - start))
           .ToLocal(&string)) {
     args.GetReturnValue().Set(string);
   }
