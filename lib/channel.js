@@ -1310,10 +1310,9 @@ class DecodeFailure {
 // The `count` frames a native handle left for JavaScript (decodeInJs):
 // their payloads back to back in `bytes` (whose ArrayBuffer is `memory`),
 // and [index, offset, length] triples in `frames`; each decoded value
-// becomes messages[index], or a
-// DecodeFailure. Decoded values never borrow `bytes` (the addon leaves
-// frames holding views to its own decoder), so it is reused for the next
-// batch.
+// becomes messages[index], or a DecodeFailure. Decoded values never borrow
+// `bytes` (the addon leaves frames holding views to its own decoder), so it
+// is reused for the next batch.
 function decodeSmallFrames(messages, bytes, memory, frames, count) {
   const decodeRange = codec.advanced.decodeRange;
   for (let k = 0; k < 3 * count; k += 3) {

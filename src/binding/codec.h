@@ -138,10 +138,10 @@ void WriteString(const v8::FunctionCallbackInfo<v8::Value>& args);
 // readOneByteString(memory, start, end) -> the string of the Latin-1 bytes
 // [start, end) of `memory` (an ArrayBuffer or a SharedArrayBuffer), or
 // undefined when it does not hold them (detached meanwhile) or is not
-// memory. The JavaScript decoder of the advanced codec
-// makes its one-byte strings through it: Buffer#latin1Slice makes the same
-// copy behind an environment lookup and conversions of a view and two
-// indexes, which cost more than the copy for a short string.
+// memory. The JavaScript decoder of the advanced codec makes its one-byte
+// strings through it: Buffer#latin1Slice makes the same copy behind an
+// environment lookup and conversions of a view and two indexes, which cost
+// more than the copy for a short string.
 void ReadOneByteString(const v8::FunctionCallbackInfo<v8::Value>& args);
 
 }  // namespace procwire
