@@ -123,6 +123,55 @@ test('stats() counts messages and bytes and keeps a log-spaced size histogram', 
   }
 });
 
+test('a tick\'s large messages leave every 64 KiB, its small ones in one write at its end',
+  { ...TIMEOUT, skip: !procwire.native && 'the pure-JavaScript fallback writes through a Node stream' }, async () => {
+  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  try {
+    let received = 0;
+    const got = [];
+    p.serverSide.on('message', (m) => { received++; got.push(m.length); });
+    const arrived = (n) => withTimeout(new Promise((resolve) => {
+      const check = () => (received >= n ? resolve() : setImmediate(check));
+      check();
+    }), WAIT, `${n} messages`);
+    // Eight 16 KiB messages in one tick: the first leaves within send(), the
+    // next four are written once they add up to 64 KiB, the last three wait.
+    const start = p.client.stats();
+    for (let i = 0; i < 8; i++) p.client.send('L'.repeat(16 * 1024));
+    const large = p.client.stats();
+    assert.strictEqual(large.writeCalls - start.writeCalls, 2, 'one write in send(), one at 64 KiB');
+    assert.ok(large.queuedBytes > 0 && large.queuedBytes < 64 * 1024, `queued ${large.queuedBytes} B`);
+    await arrived(8);
+    // A hundred 1 KiB messages in one tick: the first leaves within send(),
+    // the rest wait for the tick's one write however many bytes they are.
+    const between = p.client.stats();
+    for (let i = 0; i < 100; i++) p.client.send('s'.repeat(1000));
+    const small = p.client.stats();
+    assert.strictEqual(small.writeCalls - between.writeCalls, 1, 'only the first written in send()');
+    assert.ok(small.queuedBytes > 64 * 1024, `queued ${small.queuedBytes} B`);
+    await arrived(108);
+    assert.deepStrictEqual(got, [...Array(8).fill(16 * 1024), ...Array(100).fill(1000)]);
+  } finally {
+    p.close();
+  }
+  // The same in advanced, whose messages are staged in batches first.
+  const q = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'advanced' });
+  try {
+    const done = withTimeout(new Promise((resolve) => {
+      let n = 0;
+      q.serverSide.on('message', () => { if (++n === 8) resolve(); });
+    }), WAIT, '8 advanced messages');
+    const start = q.client.stats();
+    for (let i = 0; i < 8; i++) q.client.send({ payload: 'A'.repeat(16 * 1024) });
+    const large = q.client.stats();
+    assert.ok(large.writeCalls - start.writeCalls >= 2, `${large.writeCalls - start.writeCalls} writes in the tick`);
+    assert.ok(large.queuedBytes < 64 * 1024, `queued ${large.queuedBytes} B`);
+    await done;
+  } finally {
+    q.close();
+  }
+});
+
 test('named channels live in a private directory; sockets are 0600', { ...TIMEOUT, skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
   const p = await pair();
   try {
