@@ -172,9 +172,7 @@ class Channel extends EventEmitter {
     this._writeHeld = false;
     const callbacks = {
       onread: (messages, errors, segments, segmentBytes, frameBytes, fds, smallFrames) => {
-        if (smallFrames > 0) {
-          decodeSmallFrames(messages, this._smallBytes, this._smallMemory, this._smallFrames, smallFrames);
-        }
+        if (smallFrames > 0) decodeSmallFrames(messages, this._smallBytes, this._smallFrames, smallFrames);
         this._onRead(messages, errors, segments, segmentBytes, frameBytes, fds);
       },
       // Recycled segments whose Buffers were collected: hand them back.
@@ -245,13 +243,10 @@ class Channel extends EventEmitter {
     // in the addon (see decodeSmallFrames). The addon copies them into
     // these two buffers, this channel's for its whole life.
     this._smallBytes = null;
-    this._smallMemory = null;
     this._smallFrames = null;
     if (this.serialization === 'advanced' && typeof options.createHandle !== 'function' &&
         typeof this._handle.decodeInJs === 'function') {
       this._smallBytes = Buffer.allocUnsafeSlow(SMALL_FRAME_BYTES);
-      // Its ArrayBuffer, looked up once: the decoder needs it for strings.
-      this._smallMemory = this._smallBytes.buffer;
       this._smallFrames = new Uint32Array(3 * SMALL_FRAME_COUNT);
       this._handle.decodeInJs(this._smallBytes, this._smallFrames);
     }
@@ -1308,16 +1303,16 @@ class DecodeFailure {
 }
 
 // The `count` frames a native handle left for JavaScript (decodeInJs):
-// their payloads back to back in `bytes` (whose ArrayBuffer is `memory`),
-// and [index, offset, length] triples in `frames`; each decoded value
-// becomes messages[index], or a DecodeFailure. Decoded values never borrow
-// `bytes` (the addon leaves frames holding views to its own decoder), so it
-// is reused for the next batch.
-function decodeSmallFrames(messages, bytes, memory, frames, count) {
+// their payloads back to back in `bytes`, and [index, offset, length]
+// triples in `frames`; each decoded value becomes messages[index], or a
+// DecodeFailure. Decoded values never borrow `bytes` (the addon leaves
+// frames holding views to its own decoder), so it is reused for the next
+// batch.
+function decodeSmallFrames(messages, bytes, frames, count) {
   const decodeRange = codec.advanced.decodeRange;
   for (let k = 0; k < 3 * count; k += 3) {
     try {
-      messages[frames[k]] = decodeRange(bytes, frames[k + 1], frames[k + 2], memory);
+      messages[frames[k]] = decodeRange(bytes, frames[k + 1], frames[k + 2]);
     } catch (err) {
       messages[frames[k]] = new DecodeFailure(err);
     }

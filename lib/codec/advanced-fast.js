@@ -22,10 +22,8 @@
 //       holds anything unusual (a tag this path does not read, a malformed
 //       or hostile byte): the caller then decodes it with
 //       ValueDeserializer, which decides what it means or which error it is.
-//   decodeRange(bytes, start, length[, memory]) -> as decode(), for the
-//       payload at bytes[start, start + length) of a Buffer; `memory`, when
-//       given, is bytes.buffer (a caller decoding many payloads from one
-//       Buffer looks it up once).
+//   decodeRange(bytes, start, length) -> as decode(), for the payload at
+//       bytes[start, start + length) of a Buffer.
 //
 // What V8 writes follows its internal representation in places no public
 // API shows: an integral number stored as a double (a field that once held
@@ -1251,30 +1249,26 @@ function decode(view, copyViews) {
   return run(Buffer.from(buffer, offset, length), buffer, offset, 0, length, copyViews === true);
 }
 
-// The last Buffer decodeRange was given with its ArrayBuffer, checked once
-// to be its own (a channel's batch buffer, kept for the channel's life).
+// The last Buffer decodeRange read, its ArrayBuffer and where it starts in
+// it: a channel decodes every batch from the same Buffer, and looking its
+// memory up is a call into V8. (Keeps that one Buffer alive meanwhile.)
 var rangeBytes = null;
 var rangeMemory = null;
+var rangeBase = 0;
 
 // One payload of `length` bytes at `start` in the Buffer `bytes` -> the
 // value, or NOT_FAST, as decode(). For a channel's batch of small frames,
-// all in one Buffer: no view is made per message, and `memory` (bytes'
-// ArrayBuffer, if the caller has it) saves a call into V8 per message that
-// holds a string or a view. Views in the payload borrow `bytes`' memory, as
-// decode()'s do.
-function decodeRange(bytes, start, length, memory) {
+// all in one Buffer: no view is made per message, and its memory is looked
+// up once. Views in the payload borrow `bytes`' memory, as decode()'s do.
+function decodeRange(bytes, start, length) {
   if (decoding || length < 3) return NOT_FAST;
-  if (memory !== undefined && (bytes !== rangeBytes || memory !== rangeMemory)) {
-    // A memory that is not bytes' own is not used (nor trusted again).
-    if (typedArrayBuffer.call(bytes) !== memory) memory = undefined;
-    else {
-      rangeBytes = bytes;
-      rangeMemory = memory;
-    }
+  if (bytes !== rangeBytes) {
+    // An on-heap array moves off the heap here, so the offset is read after.
+    rangeMemory = typedArrayBuffer.call(bytes);
+    rangeBase = typedArrayByteOffset.call(bytes);
+    rangeBytes = bytes;
   }
-  return memory === undefined
-    ? run(bytes, null, 0, start, start + length, false)
-    : run(bytes, memory, typedArrayByteOffset.call(bytes), start, start + length, false);
+  return run(bytes, rangeMemory, rangeBase, start, start + length, false);
 }
 
 // Reads the payload in u[start, stop). `buffer`/`offset`: u's memory, or

@@ -45,10 +45,9 @@ function checkPayload(payload) {
 // name -> { name, id, framing, headerBytes, trailerBytes, encode, decode[, decodeRange] }
 //   encode(value) -> Buffer holding a whole frame
 //   decode(payload) -> value (payload: the frame without its framing bytes)
-//   decodeRange(bytes, start, length[, memory]) -> value, for lib/ only: the
-//       payload at bytes[start, start + length) of a Buffer, without a view
-//       per call (a channel's batch of small frames); memory: bytes.buffer,
-//       looked up once by a caller that decodes many payloads from it
+//   decodeRange(bytes, start, length) -> value, for lib/ only: the payload at
+//       bytes[start, start + length) of a Buffer, without a view per call
+//       (a channel's batch of small frames)
 const CODECS = new Map();
 
 function register(format, encode, decode, decodeRange) {
@@ -73,8 +72,8 @@ register(FORMATS.advanced,
     const value = fast.decode(payload, false);
     return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, payload);
   },
-  (bytes, start, length, memory) => {
-    const value = fast.decodeRange(bytes, start, length, memory);
+  (bytes, start, length) => {
+    const value = fast.decodeRange(bytes, start, length);
     return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, bytes.subarray(start, start + length));
   });
 register(FORMATS.json, jsCodec.encodeJson, jsCodec.decodeJson);
