@@ -172,6 +172,41 @@ test('a tick\'s large messages leave every 64 KiB, its small ones in one write a
   }
 });
 
+test('large messages are handed over after each 32 KiB read, small ones after the whole socket is read',
+  { ...TIMEOUT, skip: !procwire.native && 'the pure-JavaScript fallback reads through a Node stream' }, async () => {
+  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  try {
+    // bytesIn when each message was delivered, relative to the burst's start.
+    let seen = [];
+    let base = 0;
+    p.serverSide.on('message', () => seen.push(p.serverSide.stats().bytesIn - base));
+    const burst = async (count, size) => {
+      // One message first, so the reader knows the size the peer sends.
+      seen = [];
+      p.client.send('w'.repeat(size));
+      await withTimeout(new Promise((resolve) => { const check = () => (seen.length ? resolve() : setImmediate(check)); check(); }),
+        WAIT, 'the first message');
+      base = p.serverSide.stats().bytesIn;
+      seen = [];
+      // Every message of the burst is in the socket before the reader
+      // wakes: both ends share this event loop.
+      for (let i = 0; i < count; i++) p.client.send('b'.repeat(size));
+      await withTimeout(new Promise((resolve) => { const check = () => (seen.length === count ? resolve() : setImmediate(check)); check(); }),
+        WAIT, `${count} messages of ${size} B`);
+      return seen;
+    };
+    const frame16k = JSON.stringify('b'.repeat(16 * 1024)).length + 1;
+    const large = await burst(8, 16 * 1024);
+    assert.ok(large[0] <= 32 * 1024, `the first 16 KiB message came after ${large[0]} B were read`);
+    assert.ok(large[7] === 8 * frame16k, 'every byte read by the last message');
+    const frame1k = JSON.stringify('s'.repeat(1000)).length + 1;
+    const small = await burst(100, 1000);
+    assert.strictEqual(small[0], 100 * frame1k, 'the whole burst read before the first 1 KiB message');
+  } finally {
+    p.close();
+  }
+});
+
 test('named channels live in a private directory; sockets are 0600', { ...TIMEOUT, skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
   const p = await pair();
   try {
