@@ -57,10 +57,10 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 // A pending large frame is read straight into its reassembly buffer when at
 // least this much of it is missing.
 constexpr size_t kDirectReadThreshold = 64 * 1024;
-// While the peer sends frames at least kLargeFrameSize long, the socket is
-// read kLargeFrameReadSize at a time and each read's messages go to
-// JavaScript before the next read, as Node's own channel does (64 KiB
-// reads). JavaScript's work per such message (parsing it, the handler, the
+// While the peer sends frames from kLargeFrameSize up to kLargeFrameLimit
+// long, the socket is read kLargeFrameReadSize at a time and each read's
+// messages go to JavaScript before the next read, as Node's own channel does
+// (64 KiB reads). JavaScript's work per such message (parsing it, the handler, the
 // answer) outweighs a crossing, and handing them over early sends the
 // answers sooner while the peer's socket keeps being read between them.
 // Reading everything first and then running JavaScript for a quarter of a
@@ -69,8 +69,12 @@ constexpr size_t kDirectReadThreshold = 64 * 1024;
 // (json 8-64 KiB at 256 in flight: 3-12% fewer round trips than Node's
 // parent). Smaller frames keep one kReadBufferSize read and one hand-over
 // per wake-up: there the crossing and the system call are the cost (32 KiB
-// reads handed over each cost json 1 KiB round trips 15%).
+// reads handed over each cost json 1 KiB round trips 15%). So do frames of
+// kLargeFrameLimit and more, which are mostly read straight into their
+// reassembly buffers: a 32 KiB read at the start of each cost json 256 KiB
+// round trips 16% at 16 in flight.
 constexpr size_t kLargeFrameSize = 2 * 1024;
+constexpr size_t kLargeFrameLimit = 128 * 1024;
 constexpr size_t kLargeFrameReadSize = 32 * 1024;
 // A frame at least this large, with nothing queued before it, is written to
 // the socket within send() (see ShouldWriteNow); so are a tick's gathered
@@ -1136,7 +1140,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     std::vector<int> fds;
 
     for (int i = 0; i < kMaxReadsPerWake && bytes_this_wake < kMaxBytesPerWake; i++) {
-      const bool large_frames = last_socket_frame_size_ >= kLargeFrameSize;
+      const bool large_frames =
+          last_socket_frame_size_ >= kLargeFrameSize && last_socket_frame_size_ < kLargeFrameLimit;
       if (large_frames && i > 0) {
         EmitBatch(messages, errors, handle_fds);
         messages.clear();
@@ -1867,7 +1872,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   bool connecting_;
   bool reading_ = true;
   // The size of the last frame read from the socket: whether the peer sends
-  // large frames (see kLargeFrameSize).
+  // large frames (see kLargeFrameSize and kLargeFrameLimit).
   size_t last_socket_frame_size_ = 0;
   bool want_write_ = false;
   // A message was written within send() since the last flush (see
