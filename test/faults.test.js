@@ -111,8 +111,9 @@ test('a would-block storm (sender ignoring backpressure into a stalled receiver)
   try {
     s.pause();
     let acknowledged = 0;
+    // 20 MB: five times what a unix socket's widened send buffer holds.
     const n = 20_000;
-    const payload = 'x'.repeat(200);
+    const payload = 'x'.repeat(1000);
     for (let i = 0; i < n; i++) client.send({ i, payload }, (err) => { if (!err) acknowledged++; });
     // Let the socket fill and stay full for a while: every flush hits EAGAIN.
     await new Promise((r) => setTimeout(r, 300));

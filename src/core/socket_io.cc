@@ -138,8 +138,34 @@ ReadOutcome ReceiveWithFds(int fd, uint8_t* buf, size_t size, std::vector<int>* 
   return out;
 }
 
+void WidenUnixSendBuffer(int fd) {
+  int domain = 0;
+  socklen_t len = sizeof(domain);
+  // TCP sizes its buffers itself; a fixed SO_SNDBUF would turn that off.
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain != AF_UNIX) return;
+  int before = 0;
+  len = sizeof(before);
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &before, &len) < 0) return;
+  // The kernel reports (and keeps) twice the size asked for: the other half
+  // pays for its bookkeeping.
+  if (before >= 2 * kUnixSendBufferSize) return;
+  const int want = kUnixSendBufferSize;
+  // Unprivileged requests are capped at net.core.wmem_max, never refused for
+  // their size; a cap below the default would shrink the buffer, so the
+  // default is put back then.
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)) < 0) return;
+  int after = 0;
+  len = sizeof(after);
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &after, &len) == 0 && after < before) {
+    const int restore = before / 2;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &restore, sizeof(restore));
+  }
+}
+
 int MakeSocketPair(int fds[2]) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) return -errno;
+  WidenUnixSendBuffer(fds[0]);
+  WidenUnixSendBuffer(fds[1]);
   const int r = SetNonBlocking(fds[0], true);
   if (r < 0) {
     CloseFd(fds[0]);
@@ -191,6 +217,7 @@ int ConnectUnix(const std::string& path, bool abstract, bool* in_progress) {
   if (len < 0) return len;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
+  WidenUnixSendBuffer(fd);
   return FinishConnect(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len), in_progress);
 }
 
@@ -234,6 +261,7 @@ int AcceptConnection(int listen_fd) {
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return -errno;
   SetNoDelay(fd);
+  WidenUnixSendBuffer(fd);
   return fd;
 }
 

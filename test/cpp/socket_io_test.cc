@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -112,6 +114,71 @@ TEST(SocketIo, SocketPairFlags) {
   CloseFd(fds[1]);
   EXPECT_EQ(ReceiveWithFds(fds[0], &b, 1, nullptr).bytes, 0);
   CloseFd(fds[0]);
+}
+
+int SendBufferSize(int fd) {
+  int size = -1;
+  socklen_t len = sizeof(size);
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len) < 0) return -1;
+  return size;
+}
+
+// What a widened unix socket reports: twice the request, or twice
+// net.core.wmem_max when that caps it, but never less than the default.
+int ExpectedWidenedSendBuffer(int default_size) {
+  long wmem_max = kUnixSendBufferSize;
+  if (FILE* f = std::fopen("/proc/sys/net/core/wmem_max", "r")) {
+    if (std::fscanf(f, "%ld", &wmem_max) != 1) wmem_max = kUnixSendBufferSize;
+    std::fclose(f);
+  }
+  const long asked = std::min<long>(kUnixSendBufferSize, wmem_max);
+  return static_cast<int>(std::max<long>(default_size, 2 * asked));
+}
+
+TEST(SocketIo, UnixSendBuffersAreWidenedTcpLeftAlone) {
+  int plain[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, plain), 0);
+  const int default_size = SendBufferSize(plain[0]);
+  ASSERT_GT(default_size, 0);
+  CloseFd(plain[0]);
+  CloseFd(plain[1]);
+  const int expected = ExpectedWidenedSendBuffer(default_size);
+
+  int fds[2];
+  ASSERT_EQ(MakeSocketPair(fds), 0);
+  EXPECT_EQ(SendBufferSize(fds[0]), expected);
+  EXPECT_EQ(SendBufferSize(fds[1]), expected);
+  // A second call changes nothing.
+  WidenUnixSendBuffer(fds[0]);
+  EXPECT_EQ(SendBufferSize(fds[0]), expected);
+  ExpectEcho(fds[0], fds[1]);
+  CloseFd(fds[0]);
+  CloseFd(fds[1]);
+
+  // Both ends of a named channel.
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const int lfd = ListenUnix(dir.File("sock"), false, 8);
+  ASSERT_GE(lfd, 0) << std::strerror(-lfd);
+  bool in_progress = true;
+  const int cfd = ConnectUnix(dir.File("sock"), false, &in_progress);
+  ASSERT_GE(cfd, 0) << std::strerror(-cfd);
+  FinishConnect(cfd, in_progress);
+  const int afd = AcceptOne(lfd);
+  ASSERT_GE(afd, 0) << std::strerror(-afd);
+  EXPECT_EQ(SendBufferSize(cfd), expected);
+  EXPECT_EQ(SendBufferSize(afd), expected);
+  CloseFd(afd);
+  CloseFd(cfd);
+  CloseFd(lfd);
+
+  // TCP tunes its own buffers: a fixed size would stop that.
+  const int tcp = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(tcp, 0);
+  const int tcp_before = SendBufferSize(tcp);
+  WidenUnixSendBuffer(tcp);
+  EXPECT_EQ(SendBufferSize(tcp), tcp_before);
+  CloseFd(tcp);
 }
 
 TEST(SocketIo, UnixListenConnectAccept) {
