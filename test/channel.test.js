@@ -202,6 +202,30 @@ test('large messages are handed over after each 32 KiB read, small ones after th
     const frame1k = JSON.stringify('s'.repeat(1000)).length + 1;
     const small = await burst(100, 1000);
     assert.strictEqual(small[0], 100 * frame1k, 'the whole burst read before the first 1 KiB message');
+
+    // pause() in a handler stops the reads that would have followed; the
+    // rest of the burst comes after resume(), in order.
+    await burst(1, 16 * 1024);
+    const order = [];
+    let paused = false;
+    const onMessage = (m) => {
+      order.push(m);
+      if (!paused) {
+        paused = true;
+        p.serverSide.pause();
+      }
+    };
+    p.serverSide.on('message', onMessage);
+    for (let i = 0; i < 8; i++) p.client.send(`${i}`.repeat(16 * 1024));
+    await withTimeout(new Promise((resolve) => { const check = () => (paused ? resolve() : setImmediate(check)); check(); }),
+      WAIT, 'the first message of the paused burst');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(order.length <= 2, `${order.length} messages delivered after pause()`);
+    p.serverSide.resume();
+    await withTimeout(new Promise((resolve) => { const check = () => (order.length === 8 ? resolve() : setImmediate(check)); check(); }),
+      WAIT, 'the rest of the burst after resume()');
+    assert.deepStrictEqual(order.map((m) => m[0]), ['0', '1', '2', '3', '4', '5', '6', '7']);
+    p.serverSide.off('message', onMessage);
   } finally {
     p.close();
   }

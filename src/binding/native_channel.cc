@@ -1205,8 +1205,10 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
       }
       break;
     }
-    // Ring records that were waiting for the socket bytes just read.
-    if (rings_ != nullptr && rings_->has_inbound()) {
+    // Ring records that were waiting for the socket bytes just read (unless
+    // JavaScript paused the channel while handed a read's messages: resuming
+    // looks at the ring again).
+    if (reading_ && rings_ != nullptr && rings_->has_inbound()) {
       v8::TryCatch try_catch(isolate);
       DrainRing(context, &messages, &errors, &handle_fds, &try_catch);
     }
