@@ -231,6 +231,43 @@ test('large messages are handed over after each 32 KiB read, small ones after th
   }
 });
 
+// How much a unix socket's send buffer may grow to without privileges.
+function wmemMax() {
+  try {
+    return Number(fs.readFileSync('/proc/sys/net/core/wmem_max', 'utf8'));
+  } catch {
+    return 0;
+  }
+}
+
+test('the first large message widens a unix socket\'s send buffer; small ones leave the default',
+  { ...TIMEOUT, skip: (!procwire.native && 'the pure-JavaScript fallback writes through a Node stream') ||
+    (wmemMax() < 1024 * 1024 && 'net.core.wmem_max is below 1 MiB, so there is little to widen to') }, async () => {
+  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  try {
+    p.serverSide.pause();
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+    // 300 KB of 1 KB messages into a reader that does not read: the
+    // kernel's default buffer (about 208 KiB) takes part of it, the rest
+    // waits in the channel's queue.
+    for (let i = 0; i < 300; i++) p.client.send('s'.repeat(1000));
+    await settle();
+    const small = p.client.stats().queuedBytes;
+    assert.ok(small > 50 * 1000, `${small} B still queued behind the default buffer`);
+    // One 64 KiB message widens the buffer to 2 MiB, which takes it all.
+    p.client.send('L'.repeat(64 * 1024));
+    await settle();
+    assert.strictEqual(p.client.stats().queuedBytes, 0, 'the widened buffer took every queued byte');
+    let received = 0;
+    p.serverSide.on('message', () => { received++; });
+    p.serverSide.resume();
+    await withTimeout(new Promise((resolve) => { const check = () => (received === 301 ? resolve() : setImmediate(check)); check(); }),
+      WAIT, 'all 301 messages');
+  } finally {
+    p.close();
+  }
+});
+
 test('named channels live in a private directory; sockets are 0600', { ...TIMEOUT, skip: !procwire.native && 'SO_PEERCRED (peer uid/pid) needs the native addon' }, async () => {
   const p = await pair();
   try {

@@ -111,7 +111,7 @@ test('a would-block storm (sender ignoring backpressure into a stalled receiver)
   try {
     s.pause();
     let acknowledged = 0;
-    // 20 MB: five times what a unix socket's widened send buffer holds.
+    // 20 MB: more than a unix socket's send buffer holds, even widened.
     const n = 20_000;
     const payload = 'x'.repeat(1000);
     for (let i = 0; i < n; i++) client.send({ i, payload }, (err) => { if (!err) acknowledged++; });

@@ -19,7 +19,15 @@ function der(tag, ...parts) {
 
 const seq = (...p) => der(0x30, ...p);
 const set = (...p) => der(0x31, ...p);
-const int = (buf) => der(0x02, buf[0] & 0x80 ? Buffer.concat([Buffer.from([0]), buf]) : buf);
+// A non-negative INTEGER from big-endian bytes, in DER's shortest form: no
+// leading zero byte unless the next byte's top bit needs it (a random serial
+// starting with 0x00 was refused by OpenSSL as "illegal padding").
+const int = (buf) => {
+  let start = 0;
+  while (start < buf.length - 1 && buf[start] === 0 && !(buf[start + 1] & 0x80)) start++;
+  const body = buf.subarray(start);
+  return der(0x02, body[0] & 0x80 ? Buffer.concat([Buffer.from([0]), body]) : body);
+};
 const utf8 = (s) => der(0x0c, Buffer.from(s, 'utf8'));
 const octets = (buf) => der(0x04, buf);
 const bits = (buf) => der(0x03, Buffer.from([0]), buf);

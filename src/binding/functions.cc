@@ -103,6 +103,14 @@ void SocketPair(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(Array::New(isolate, pair, 2));
 }
 
+// widenSendBuffer(fd): a unix socket's send buffer grows to
+// kUnixSendBufferSize (a plain Node child's end of its socketpair, whose
+// writes Node's own channel makes).
+void WidenSendBufferJs(const FunctionCallbackInfo<Value>& args) {
+  CHECK(args[0]->IsInt32());
+  WidenUnixSendBuffer(args[0].As<Integer>()->Value());
+}
+
 void CloseFdJs(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsInt32());
   CloseFd(args[0].As<Integer>()->Value());
@@ -230,6 +238,7 @@ void InitFunctions(AddonData* data, Local<Context> context, Local<Object> export
   SetFunction(isolate, context, exports, external, "readOneByteString", ReadOneByteString);
   SetFunction(isolate, context, exports, external, "socketPair", SocketPair);
   SetFunction(isolate, context, exports, external, "closeFd", CloseFdJs);
+  SetFunction(isolate, context, exports, external, "widenSendBuffer", WidenSendBufferJs);
   SetFunction(isolate, context, exports, external, "setBlocking", SetBlocking);
   SetFunction(isolate, context, exports, external, "listenUnix", ListenUnixJs);
   SetFunction(isolate, context, exports, external, "connectUnix", ConnectUnixJs);

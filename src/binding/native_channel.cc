@@ -74,6 +74,12 @@ constexpr size_t kDirectReadThreshold = 64 * 1024;
 // reassembly buffers: a 32 KiB read at the start of each cost json 256 KiB
 // round trips 16% at 16 in flight.
 constexpr size_t kLargeFrameSize = 2 * 1024;
+// The first frame at least this large that a channel sends by its socket
+// widens the socket's send buffer to kUnixSendBufferSize (unix sockets
+// only; see there why small messages keep the kernel's default). From 16 KiB
+// on the larger buffer paid: procwire on both sides over the socket,
+// advanced 16 KiB at 256 in flight, 172k -> 221k round trips/s.
+constexpr size_t kWidenSendBufferFrame = 16 * 1024;
 constexpr size_t kLargeFrameLimit = 128 * 1024;
 constexpr size_t kLargeFrameReadSize = 32 * 1024;
 // A frame at least this large, with nothing queued before it, is written to
@@ -436,8 +442,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
         }
         to_socket = at;
       }
-      self->counters_.messages_out++;
-      self->counters_.histogram_out[SizeBucket(size)]++;
+      self->CountSocketFrame(size);
       at += size;
     }
     if (to_socket < length) {
@@ -809,13 +814,23 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     return true;
   }
 
+  // Counts a frame bound for the socket. The first large one widens the
+  // socket's send buffer (see kWidenSendBufferFrame).
+  void CountSocketFrame(size_t size) {
+    counters_.messages_out++;
+    counters_.histogram_out[SizeBucket(size)]++;
+    if (size >= kWidenSendBufferFrame && !send_buffer_widened_) {
+      send_buffer_widened_ = true;
+      WidenUnixSendBuffer(fd_);
+    }
+  }
+
   void Enqueue(const EncodedFrame& frame) {
     if (WriteToRing(frame.data, frame.size)) {
       std::free(frame.data);
       return;
     }
-    counters_.messages_out++;
-    counters_.histogram_out[SizeBucket(frame.size)]++;
+    CountSocketFrame(frame.size);
     // Written at once when ShouldWriteNow says so; whatever the socket did
     // not take is queued.
     if (ShouldWriteNow(frame.size)) {
@@ -878,8 +893,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     uint8_t* block = AllocateFrame(args, size);
     if (block == nullptr) return false;
     const uint8_t* bytes = static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset();
-    counters_.messages_out++;
-    counters_.histogram_out[SizeBucket(size)]++;
+    CountSocketFrame(size);
     const size_t written = queue_.TryWrite(fd_, bytes, size);
     if (written == size) {
       std::free(block);
@@ -1876,6 +1890,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   // The size of the last frame read from the socket: whether the peer sends
   // large frames (see kLargeFrameSize and kLargeFrameLimit).
   size_t last_socket_frame_size_ = 0;
+  // Whether a large frame widened the socket's send buffer (CountSocketFrame).
+  bool send_buffer_widened_ = false;
   bool want_write_ = false;
   // A message was written within send() since the last flush (see
   // ShouldWriteNow).

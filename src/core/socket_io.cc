@@ -164,8 +164,6 @@ void WidenUnixSendBuffer(int fd) {
 
 int MakeSocketPair(int fds[2]) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) return -errno;
-  WidenUnixSendBuffer(fds[0]);
-  WidenUnixSendBuffer(fds[1]);
   const int r = SetNonBlocking(fds[0], true);
   if (r < 0) {
     CloseFd(fds[0]);
@@ -217,7 +215,6 @@ int ConnectUnix(const std::string& path, bool abstract, bool* in_progress) {
   if (len < 0) return len;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  WidenUnixSendBuffer(fd);
   return FinishConnect(fd, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(len), in_progress);
 }
 
@@ -261,7 +258,6 @@ int AcceptConnection(int listen_fd) {
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return -errno;
   SetNoDelay(fd);
-  WidenUnixSendBuffer(fd);
   return fd;
 }
 

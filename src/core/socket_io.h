@@ -42,22 +42,25 @@ ReadOutcome ReceiveWithFds(int fd, uint8_t* buf, size_t size, std::vector<int>* 
 
 // What procwire asks for as a unix stream socket's send buffer, which for a
 // unix socket bounds the bytes in flight towards its peer (the receiver has
-// no buffer limit of its own). The kernel default (net.core.wmem_default,
-// 208 KiB) is a fifth of a 1 MiB message: the two processes then took turns,
-// each waiting for the other to read, and a plain Node child echoing 1 MiB
-// json at 16 in flight ran both at about 55% of a CPU. With 2 MiB (capped at
+// no limit of its own). The kernel default (net.core.wmem_default, 208 KiB)
+// is a fifth of a 1 MiB message: the two processes then took turns, each
+// waiting for the other to read, and a plain Node child echoing 1 MiB json
+// at 16 in flight ran both at about 55% of a CPU. With 2 MiB (capped at
 // net.core.wmem_max) json round trips went from 150 to 280/s at 1 MiB and
-// from 720 to 1,060/s at 256 KiB; below 1 KiB nothing changed. The kernel
-// charges the memory only while bytes are actually waiting: the bytes a
-// sender would otherwise hold in its own write queue.
+// from 720 to 1,060/s at 256 KiB. The kernel charges the memory only while
+// bytes wait: bytes the sender would otherwise hold in its own queue. Small
+// messages do better with the default, whose backpressure gathers them
+// into fewer, larger writes (1 KiB messages between procwire peers over the
+// socket, 256 in flight: 1.08M round trips/s with it, 0.82M with 2 MiB), so
+// a channel widens its socket when it first sends a large frame.
 constexpr int kUnixSendBufferSize = 2 * 1024 * 1024;
 
 // Raises a unix stream socket's send buffer to kUnixSendBufferSize (within
-// net.core.wmem_max, never below what it was). Other sockets are left alone.
+// net.core.wmem_max, never below what it was). Other sockets are left
+// alone: TCP sizes its own buffers.
 void WidenUnixSendBuffer(int fd);
 
-// An AF_UNIX stream pair, both ends close-on-exec, both send buffers widened
-// (WidenUnixSendBuffer). fds[0] is non-blocking, for
+// An AF_UNIX stream pair, both ends close-on-exec. fds[0] is non-blocking, for
 // this process; fds[1] is left blocking for a child (spawn dup2s it into the
 // child's descriptor slot, which clears close-on-exec there).
 int MakeSocketPair(int fds[2]);
@@ -67,9 +70,8 @@ int SetNonBlocking(int fd, bool on);
 // Binds and listens on a unix socket path (or, when abstract is true, a name
 // in Linux's abstract namespace). The path's file gets mode 0600.
 int ListenUnix(const std::string& path, bool abstract, int backlog);
-// Starts a non-blocking connect on a socket whose send buffer is widened;
-// returns the fd (connected or in progress) or -errno. *in_progress tells
-// which.
+// Starts a non-blocking connect; returns the fd (connected or in progress)
+// or -errno. *in_progress tells which.
 int ConnectUnix(const std::string& path, bool abstract, bool* in_progress);
 
 // host must be a numeric IPv4 or IPv6 address (JS resolves names first).
@@ -77,8 +79,7 @@ int ConnectUnix(const std::string& path, bool abstract, bool* in_progress);
 int ListenTcp(const std::string& host, int port, int backlog, int* bound_port);
 int ConnectTcp(const std::string& host, int port, bool* in_progress);
 
-// accept4(2), non-blocking and close-on-exec; a unix socket's send buffer is
-// widened, TCP's Nagle is off. -EAGAIN when none is pending.
+// accept4(2), non-blocking and close-on-exec. -EAGAIN when none is pending.
 int AcceptConnection(int listen_fd);
 
 // The socket's pending error (SO_ERROR, which reading clears): 0 when there
