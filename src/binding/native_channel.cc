@@ -59,14 +59,14 @@ constexpr size_t kMaxBytesPerWake = 8 * 1024 * 1024;
 constexpr size_t kDirectReadThreshold = 64 * 1024;
 // While the peer sends frames from kLargeFrameSize up to kLargeFrameLimit
 // long, the socket is read kLargeFrameReadSize at a time and each read's
-// messages go to JavaScript before the next read, as Node's own channel does
-// (64 KiB reads). JavaScript's work per such message (parsing it, the handler, the
-// answer) outweighs a crossing, and handing them over early sends the
-// answers sooner while the peer's socket keeps being read between them.
-// Reading everything first and then running JavaScript for a quarter of a
-// megabyte of messages let a plain Node child's socket fill: its sends then
-// went through libuv's write queue, each with a request and a callback
-// (json 8-64 KiB at 256 in flight: 3-12% fewer round trips than Node's
+// messages go to JavaScript before the next read, as Node's own channel
+// does with 64 KiB reads. JavaScript's work per such message (parsing it,
+// the handler, the answer) outweighs a crossing, and handing them over early
+// sends the answers sooner while the peer's socket keeps being read between
+// them. Reading everything first and then running JavaScript for a quarter
+// of a megabyte of messages let a plain Node child's socket fill: its sends
+// then went through libuv's write queue, each with a request and a callback
+// (json 8-64 KiB at 256 in flight: about 5-15% fewer round trips than Node's
 // parent). Smaller frames keep one kReadBufferSize read and one hand-over
 // per wake-up: there the crossing and the system call are the cost (32 KiB
 // reads handed over each cost json 1 KiB round trips 15%). So do frames of
@@ -74,14 +74,14 @@ constexpr size_t kDirectReadThreshold = 64 * 1024;
 // reassembly buffers: a 32 KiB read at the start of each cost json 256 KiB
 // round trips 16% at 16 in flight.
 constexpr size_t kLargeFrameSize = 2 * 1024;
+constexpr size_t kLargeFrameLimit = 128 * 1024;
+constexpr size_t kLargeFrameReadSize = 32 * 1024;
 // The first frame at least this large that a channel sends by its socket
 // widens the socket's send buffer to kUnixSendBufferSize (unix sockets
 // only; see there why small messages keep the kernel's default). From 16 KiB
 // on the larger buffer paid: procwire on both sides over the socket,
 // advanced 16 KiB at 256 in flight, 172k -> 221k round trips/s.
 constexpr size_t kWidenSendBufferFrame = 16 * 1024;
-constexpr size_t kLargeFrameLimit = 128 * 1024;
-constexpr size_t kLargeFrameReadSize = 32 * 1024;
 // A frame at least this large, with nothing queued before it, is written to
 // the socket within send() (see ShouldWriteNow); so are a tick's gathered
 // frames once they add up to this much, when the frame just queued is at
