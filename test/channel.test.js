@@ -11,7 +11,7 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
-const { withTimeout, exitOf, killChild } = require('./helpers/wait');
+const { sleep, withTimeout, until, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
   // Roles this file plays in child processes.
@@ -130,10 +130,7 @@ test('a tick\'s large messages leave every 64 KiB, its small ones in one write a
     let received = 0;
     const got = [];
     p.serverSide.on('message', (m) => { received++; got.push(m.length); });
-    const arrived = (n) => withTimeout(new Promise((resolve) => {
-      const check = () => (received >= n ? resolve() : setImmediate(check));
-      check();
-    }), WAIT, `${n} messages`);
+    const arrived = (n) => until(() => received >= n, WAIT, `${n} messages`);
     // Eight 16 KiB messages in one tick: the first leaves within send(), the
     // next four are written once they add up to 64 KiB, the last three wait.
     const start = p.client.stats();
@@ -184,15 +181,13 @@ test('large messages are handed over after each 32 KiB read, small ones after th
       // One message first, so the reader knows the size the peer sends.
       seen = [];
       p.client.send('w'.repeat(size));
-      await withTimeout(new Promise((resolve) => { const check = () => (seen.length ? resolve() : setImmediate(check)); check(); }),
-        WAIT, 'the first message');
+      await until(() => seen.length, WAIT, 'the first message');
       base = p.serverSide.stats().bytesIn;
       seen = [];
       // Every message of the burst is in the socket before the reader
       // wakes: both ends share this event loop.
       for (let i = 0; i < count; i++) p.client.send('b'.repeat(size));
-      await withTimeout(new Promise((resolve) => { const check = () => (seen.length === count ? resolve() : setImmediate(check)); check(); }),
-        WAIT, `${count} messages of ${size} B`);
+      await until(() => seen.length === count, WAIT, `${count} messages of ${size} B`);
       return seen;
     };
     const frame16k = JSON.stringify('b'.repeat(16 * 1024)).length + 1;
@@ -217,13 +212,11 @@ test('large messages are handed over after each 32 KiB read, small ones after th
     };
     p.serverSide.on('message', onMessage);
     for (let i = 0; i < 8; i++) p.client.send(`${i}`.repeat(16 * 1024));
-    await withTimeout(new Promise((resolve) => { const check = () => (paused ? resolve() : setImmediate(check)); check(); }),
-      WAIT, 'the first message of the paused burst');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => paused, WAIT, 'the first message of the paused burst');
+    await sleep(100);
     assert.ok(order.length <= 2, `${order.length} messages delivered after pause()`);
     p.serverSide.resume();
-    await withTimeout(new Promise((resolve) => { const check = () => (order.length === 8 ? resolve() : setImmediate(check)); check(); }),
-      WAIT, 'the rest of the burst after resume()');
+    await until(() => order.length === 8, WAIT, 'the rest of the burst after resume()');
     assert.deepStrictEqual(order.map((m) => m[0]), ['0', '1', '2', '3', '4', '5', '6', '7']);
     p.serverSide.off('message', onMessage);
   } finally {
@@ -246,23 +239,21 @@ test('the first large message widens a unix socket\'s send buffer; small ones le
   const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
   try {
     p.serverSide.pause();
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
     // 300 KB of 1 KB messages into a reader that does not read: the
     // kernel's default buffer (about 208 KiB) takes part of it, the rest
     // waits in the channel's queue.
     for (let i = 0; i < 300; i++) p.client.send('s'.repeat(1000));
-    await settle();
+    await sleep(100);
     const small = p.client.stats().queuedBytes;
     assert.ok(small > 50 * 1000, `${small} B still queued behind the default buffer`);
     // One 64 KiB message widens the buffer to 2 MiB, which takes it all.
     p.client.send('L'.repeat(64 * 1024));
-    await settle();
+    await sleep(100);
     assert.strictEqual(p.client.stats().queuedBytes, 0, 'the widened buffer took every queued byte');
     let received = 0;
     p.serverSide.on('message', () => { received++; });
     p.serverSide.resume();
-    await withTimeout(new Promise((resolve) => { const check = () => (received === 301 ? resolve() : setImmediate(check)); check(); }),
-      WAIT, 'all 301 messages');
+    await until(() => received === 301, WAIT, 'all 301 messages');
   } finally {
     p.close();
   }
