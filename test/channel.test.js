@@ -99,10 +99,13 @@ test('messages that arrive before a listener is attached are kept, in order', TI
   }
 });
 
+// A named pair whose messages all go by the socket, one frame each, without
+// the hello or the capability message: what the write- and read-path tests
+// count is exactly the user's messages.
+const socketOnly = (serialization) => pair({ auth: false, outOfLine: 'never', rings: 'never', serialization });
+
 test('stats() counts messages and bytes and keeps a log-spaced size histogram', TIMEOUT, async () => {
-  // Without the handshake or the capability message (segments, rings), so the
-  // counts are exactly the user's messages.
-  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never' });
+  const p = await socketOnly();
   try {
     p.client.send('x'.repeat(10));
     p.client.send('y'.repeat(5000));
@@ -125,7 +128,7 @@ test('stats() counts messages and bytes and keeps a log-spaced size histogram', 
 
 test('a tick\'s large messages leave every 64 KiB, its small ones in one write at its end',
   { ...TIMEOUT, skip: !procwire.native && 'the pure-JavaScript fallback writes through a Node stream' }, async () => {
-  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  const p = await socketOnly('json');
   try {
     let received = 0;
     const got = [];
@@ -152,7 +155,7 @@ test('a tick\'s large messages leave every 64 KiB, its small ones in one write a
     p.close();
   }
   // The same in advanced, whose messages are staged in batches first.
-  const q = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'advanced' });
+  const q = await socketOnly('advanced');
   try {
     const done = withTimeout(new Promise((resolve) => {
       let n = 0;
@@ -171,7 +174,7 @@ test('a tick\'s large messages leave every 64 KiB, its small ones in one write a
 
 test('large messages are handed over after each 32 KiB read, small ones after the whole socket is read',
   { ...TIMEOUT, skip: !procwire.native && 'the pure-JavaScript fallback reads through a Node stream' }, async () => {
-  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  const p = await socketOnly('json');
   try {
     // bytesIn when each message was delivered, relative to the burst's start.
     let seen = [];
@@ -236,7 +239,7 @@ function wmemMax() {
 test('the first large message widens a unix socket\'s send buffer; small ones leave the default',
   { ...TIMEOUT, skip: (!procwire.native && 'the pure-JavaScript fallback writes through a Node stream') ||
     (wmemMax() < 1024 * 1024 && 'net.core.wmem_max is below 1 MiB, so there is little to widen to') }, async () => {
-  const p = await pair({ auth: false, outOfLine: 'never', rings: 'never', serialization: 'json' });
+  const p = await socketOnly('json');
   try {
     p.serverSide.pause();
     // 300 KB of 1 KB messages into a reader that does not read: the
