@@ -52,6 +52,7 @@ module.exports = {
   codes: Object.keys(errors.CODES),
   native: require('./native').native,
   getParent,
+  requireParent: require('./require-parent').requireParent,
   // Read when asked, not at require time: only a procwire child has one, and
   // making it starts reading the channel.
   get parent() {

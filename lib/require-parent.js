@@ -1,0 +1,35 @@
+'use strict';
+// requireParent(): the procwire parent channel, or a coded error that says
+// why there is none. `procwire.parent` stays null outside a procwire child so
+// that `if (procwire.parent)` keeps working; a child script that cannot run
+// without its parent calls requireParent() instead and, when its parent
+// forked it the wrong way, fails with a message naming the fix rather than
+// "Cannot read properties of null".
+
+const { getParent } = require('./fork');
+const { makeError } = require('./errors');
+
+// How this process was started, in the words the error uses.
+function describeStart() {
+  if (typeof process.send === 'function') {
+    return 'this process has a Node IPC channel (process.send): it was forked with child_process.fork, ' +
+      "or procwire.fork in its default child mode ('native') or 'node'";
+  }
+  return 'this process has no IPC channel: it was not started by fork()';
+}
+
+function requireParent() {
+  const parent = getParent();
+  if (parent !== null) return parent;
+  return throwNoParent();
+}
+
+function throwNoParent() {
+  const { isMainThread } = require('worker_threads');
+  const where = isMainThread ? describeStart() : 'this is a worker thread, which has no procwire parent';
+  throw makeError('ERR_PROCWIRE_NO_PARENT',
+    `procwire has no parent channel here (${where}). The parent must start this script with ` +
+    "procwire.fork(path, { child: 'procwire' }); a script that also runs otherwise can test `if (procwire.parent)` first.");
+}
+
+module.exports = { requireParent };
