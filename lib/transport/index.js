@@ -11,6 +11,8 @@
 //   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or
 //                                 ./fallback.js when the addon is not loaded)
 
+const { captureCaller, attachCaller } = require('../error-context');
+const { debug } = require('../debug');
 const { channelSettings } = require('../channel');
 
 const SCHEMES = [
@@ -45,12 +47,24 @@ function checkChannelOptions(options) {
 
 function listen(target, options, onChannel) {
   checkChannelOptions(options);
+  if (debug.enabled) debug('listen %j', target);
   return backendFor(target, options).listen(target, options, onChannel);
 }
 
+// A failure reported later (a refused connection, a failed hello) carries
+// the frames of the code that called connect(), taken here.
 async function connect(target, options) {
-  checkChannelOptions(options);
-  return backendFor(target, options).connect(target, options);
+  const caller = captureCaller(connect);
+  try {
+    checkChannelOptions(options);
+    if (debug.enabled) debug('connect %j', target);
+    const channel = await backendFor(target, options).connect(target, options);
+    if (debug.enabled) debug('connect %j: open (%s)', target, channel.transport);
+    return channel;
+  } catch (err) {
+    if (debug.enabled) debug('connect %j failed: %s', target, err && err.message);
+    throw attachCaller(err, caller);
+  }
 }
 
 module.exports = { listen, connect, backendFor, SCHEMES };
