@@ -38,6 +38,24 @@ if [ -f scripts/test-native.sh ]; then
   if bash scripts/test-native.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
 fi
 
+# The tests' cold work, cached for the next run and given its own budget
+# here instead of inside a test's: the type test's TypeScript toolchains, and
+# the package test's zig toolchain, other lines' headers, the eight
+# cross-built addons (scripts/prebuild.sh, stamped per addon), the arm64
+# node and the npm 11 / pnpm 10 it installs with. Warm, it takes seconds.
+echo "== caches: toolchains and prebuilt addons the tests use =="
+if timeout --kill-after=10 "${CACHE_SECONDS:-1500}" bash -c '
+    bash scripts/setup-types.sh &&
+    bash scripts/prebuild.sh >/dev/null && rm -rf prebuilds &&
+    bash scripts/setup-toolchain.sh arm64 20 >/dev/null &&
+    npm exec --yes --package=npm@11 -- npm --version >/dev/null &&
+    npm exec --yes --package=pnpm@10 -- pnpm --version >/dev/null'; then
+  passed=$((passed + 1))
+else
+  echo "✖ caches: a toolchain or prebuilt addon could not be set up within ${CACHE_SECONDS:-1500} s"
+  failed=$((failed + 1)); status=1
+fi
+
 lines="${PROCWIRE_NODES:-20 22 24 26}"
 for major in $lines; do
   if [ "$major" = 20 ]; then
