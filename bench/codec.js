@@ -124,6 +124,8 @@ async function runInProcess({ quick, repeats, progress }) {
     xs,
     xLabel: 'shape (advanced payload bytes)',
     xUnit: 'bytes',
+    // Each x is a different message shape, not a size of one: points, no lines.
+    categorical: true,
     metrics: [{ id: 'ops', label: 'ops/s', unit: '/s', better: 'higher' }],
     peers: list.map((c) => ({ id: c.id, label: c.label, status: 'ok' })),
     data,
