@@ -13,7 +13,7 @@ const kCloseContext = Symbol('procwire.closeContext');
 // How long a fork channel's failed requests wait for the child's exit status
 // after the channel closed. A child that closed its channel and lives on
 // (process.disconnect()) costs its requests this much, no more.
-const EXIT_WAIT_MS = 1000;
+const EXIT_WAIT_MS = 2000;
 // The last bytes of a piped stderr an error quotes.
 const STDERR_TAIL_BYTES = 2048;
 
