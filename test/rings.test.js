@@ -350,8 +350,8 @@ test('no descriptor or mapping leaks over many channel open/close cycles', { ...
   const fdsBefore = fds();
   const mapsBefore = ringMaps();
   for (let i = 0; i < 200; i++) await cycle();
-  // Closing handles finish on the next loop turns.
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // Closing handles finish on later loop turns: wait for the counts, with a deadline.
+  await until(() => ringMaps() <= mapsBefore && fds() <= fdsBefore + 2, 30_000, 'the rings and descriptors to go').catch(() => {});
   assert.ok(ringMaps() <= mapsBefore, `ring mappings: ${mapsBefore} before, ${ringMaps()} after`);
   assert.ok(fds() <= fdsBefore + 2, `descriptors: ${fdsBefore} before, ${fds()} after`);
 });
