@@ -12,7 +12,7 @@ const { HandleProtocol, handleType, discardHandle } = require('./child-process-i
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
 const { checkHandle, END_REASONS } = require('./transport/contract');
 const { publicStats } = require('./stats');
-const { captureCaller, attachCaller, timeoutMessage, settleClosed } = require('./error-context');
+const { withCallerFrames, timeoutMessage, settleClosed } = require('./error-context');
 const { debug } = require('./debug');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
@@ -518,8 +518,9 @@ class Channel extends EventEmitter {
       return Promise.reject(makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed'));
     }
     const id = this._nextRequestId++;
-    return new Promise((resolve, reject) => {
-      const entry = { resolve, reject, timer: null, signal, onAbort: null, caller: captureCaller(this.request) };
+    // A rejection's stack gains the awaiting caller's frames (error-context.js).
+    return withCallerFrames(new Promise((resolve, reject) => {
+      const entry = { resolve, reject, timer: null, signal, onAbort: null };
       if (timeout > 0) {
         entry.timer = setTimeout(() => {
           this._settleRequest(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', timeoutMessage(this, timeout)));
@@ -540,7 +541,7 @@ class Channel extends EventEmitter {
       } catch (err) {
         this._settleRequest(id, err);
       }
-    });
+    }));
   }
 
   // respond(async (value, channel) => reply): answers the peer's requests.
@@ -1180,7 +1181,7 @@ class Channel extends EventEmitter {
     this._requests.delete(id);
     if (entry.timer) clearTimeout(entry.timer);
     if (entry.onAbort) entry.signal.removeEventListener('abort', entry.onAbort);
-    if (err) entry.reject(attachCaller(err, entry.caller)); else entry.resolve(value);
+    if (err) entry.reject(err); else entry.resolve(value);
     if (this._refPolicy === 'listeners') this._applyRefPolicy();
   }
 
@@ -1262,7 +1263,8 @@ class Channel extends EventEmitter {
     process.nextTick(() => {
       for (const [end, cb] of cbs) cb(end <= written ? null : closedError);
       settleClosed(this, requests, (message = closedError.message) =>
-        makeError('ERR_PROCWIRE_CHANNEL_CLOSED', message, err || undefined, { reason }));
+        makeError('ERR_PROCWIRE_CHANNEL_CLOSED', message, err || undefined, { reason }),
+      (id, e) => this._settleRequest(id, e));
       if (err && reason !== 'local' && !wasConnecting) this._emitError(err);
       this.emit('disconnect');
       this.emit('close', reason, err || undefined);

@@ -17,24 +17,27 @@ const EXIT_WAIT_MS = 2000;
 // The last bytes of a piped stderr an error quotes.
 const STDERR_TAIL_BYTES = 2048;
 
-// The stack of the caller of `fn`, taken now, for an error made later in a
-// timer or another tick (which then has only procwire's frames). Costs one
-// stack walk; nothing when Error.stackTraceLimit is 0.
-function captureCaller(fn) {
-  if (Error.stackTraceLimit === 0) return null;
-  const holder = {};
-  Error.captureStackTrace(holder, fn);
-  return holder;
+// The frames of the code that awaits a failed call, added to the error's
+// stack. An error made in a timer or an I/O callback (a timeout, a closed
+// channel) has only procwire's frames; a new Error made here, in an async
+// function that the rejection resumed, has V8's async frames ("at async
+// yourFunction") of everyone awaiting it. Nothing is captured unless the call
+// fails: taking a stack at every call would cost each request microseconds.
+async function withCallerFrames(promise) {
+  try {
+    return await promise;
+  } catch (err) {
+    throw attachAsyncFrames(err);
+  }
 }
 
-// Appends the captured caller's frames to err.stack, once per error.
-function attachCaller(err, holder) {
-  if (holder === null || holder === undefined || err === null || typeof err !== 'object') return err;
-  const stack = holder.stack;
-  if (typeof stack !== 'string' || typeof err.stack !== 'string') return err;
-  const frames = stack.slice(stack.indexOf('\n') + 1);
-  if (frames.length === 0 || err.stack.includes(frames)) return err;
-  err.stack = `${err.stack}\n    at (procwire call site)\n${frames}`;
+// Appends the async frames of the current await chain to err.stack, once.
+function attachAsyncFrames(err) {
+  if (err === null || typeof err !== 'object' || typeof err.stack !== 'string' || Error.stackTraceLimit === 0) return err;
+  const frames = new Error().stack.split('\n').filter((line) => /^\s+at async /.test(line));
+  if (frames.length === 0) return err;
+  const text = frames.join('\n');
+  if (!err.stack.includes(text)) err.stack = `${err.stack}\n${text}`;
   return err;
 }
 
@@ -114,17 +117,17 @@ function timeoutMessage(channel, timeout) {
   return message;
 }
 
-// Settles a closed channel's pending requests, after the close context (if
-// any) has filled the error. Each request gets its own error, so that each
-// carries its own caller.
-function settleClosed(channel, ids, makeClosedError) {
+// Settles a closed channel's pending requests through settleOne(id, err),
+// after the channel's close context (if any) has filled the error. Each
+// request gets its own error, so that each carries its own caller.
+function settleClosed(channel, ids, makeClosedError, settleOne) {
   if (ids.length === 0) return;
   const context = channel[kCloseContext];
   const first = makeClosedError();
   const settle = () => {
     for (let i = 0; i < ids.length; i++) {
       const err = i === 0 ? first : Object.assign(makeClosedError(first.message), copyContext(first));
-      channel._settleRequest(ids[i], err);
+      settleOne(ids[i], err);
     }
   };
   if (typeof context !== 'function' || first.reason === 'local' || first.reason === 'destroyed') settle();
@@ -138,5 +141,5 @@ function copyContext(err) {
 }
 
 module.exports = {
-  kCloseContext, captureCaller, attachCaller, withAddress, childCloseContext, timeoutMessage, settleClosed, EXIT_WAIT_MS,
+  kCloseContext, withCallerFrames, attachAsyncFrames, withAddress, childCloseContext, timeoutMessage, settleClosed, EXIT_WAIT_MS,
 };

@@ -46,7 +46,7 @@ test('a request the child\'s death rejects names the child, its exit code and it
   const exited = exitOf(child);
   await withTimeout(new Promise((resolve) => child.once('message', resolve)), 30_000, 'the child\'s ready');
   async function callerOfRequest() {
-    return child.request('work', { timeout: 0 });
+    return await child.request('work', { timeout: 0 });
   }
   const pending = callerOfRequest();
   child.send('die');
@@ -94,7 +94,7 @@ test('a refused TCP connect names the address, shows the caller, and prints no w
   process.on('warning', onWarning);
   try {
     async function callerOfConnect() {
-      return procwire.connect({ port, host: '127.0.0.1' }, { auth: false });
+      return await procwire.connect({ port, host: '127.0.0.1' }, { auth: false });
     }
     const err = await callerOfConnect().then(() => null, (e) => e);
     assert.ok(err, 'connect rejected');

@@ -11,7 +11,7 @@
 //   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or
 //                                 ./fallback.js when the addon is not loaded)
 
-const { captureCaller, attachCaller } = require('../error-context');
+const { attachAsyncFrames } = require('../error-context');
 const { debug } = require('../debug');
 const { channelSettings } = require('../channel');
 
@@ -52,9 +52,8 @@ function listen(target, options, onChannel) {
 }
 
 // A failure reported later (a refused connection, a failed hello) carries
-// the frames of the code that called connect(), taken here.
+// the frames of the code that awaits connect(), added once it failed.
 async function connect(target, options) {
-  const caller = captureCaller(connect);
   try {
     checkChannelOptions(options);
     if (debug.enabled) debug('connect %j', target);
@@ -63,7 +62,7 @@ async function connect(target, options) {
     return channel;
   } catch (err) {
     if (debug.enabled) debug('connect %j failed: %s', target, err && err.message);
-    throw attachCaller(err, caller);
+    throw attachAsyncFrames(err);
   }
 }
 
