@@ -56,7 +56,9 @@ module.exports = {
   // Read when asked, not at require time: only a procwire child has one, and
   // making it starts reading the channel.
   get parent() {
-    return getParent();
+    const parent = getParent();
+    if (parent === null) require('./require-parent').noteNullParent();
+    return parent;
   },
   // Node's cluster module, its primary forking through procwire.fork. Read
   // when asked: loading it is what lends cluster procwire's fork.

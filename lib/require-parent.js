@@ -32,4 +32,22 @@ function throwNoParent() {
     "procwire.fork(path, { child: 'procwire' }); a script that also runs otherwise can test `if (procwire.parent)` first.");
 }
 
-module.exports = { requireParent };
+// `procwire.parent` read as null in a child that has Node's IPC channel
+// instead (forked without { child: 'procwire' }): the usual next line,
+// `procwire.parent.on(...)`, dies with "Cannot read properties of null". The
+// getter must stay null (`if (procwire.parent)` is how scripts ask), so the
+// crash itself gets a hint: one line on stderr beside Node's report, from an
+// 'uncaughtExceptionMonitor' listener that changes nothing else.
+let hinted = false;
+function noteNullParent() {
+  if (hinted || typeof process.send !== 'function') return;
+  hinted = true;
+  process.on('uncaughtExceptionMonitor', (err) => {
+    if (!(err instanceof TypeError) || !/Cannot read propert(?:y|ies) of null/.test(String(err.message))) return;
+    process.stderr.write('procwire: procwire.parent is null in this process: its parent forked it without ' +
+      "{ child: 'procwire' } (it has Node's process.send instead). Fork it with procwire.fork(path, " +
+      "{ child: 'procwire' }), or call procwire.requireParent() for an ERR_PROCWIRE_NO_PARENT error.\n");
+  });
+}
+
+module.exports = { requireParent, noteNullParent };

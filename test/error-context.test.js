@@ -153,3 +153,23 @@ process.disconnect();
   { encoding: 'utf8', timeout: 30_000 });
   assert.match(r.stdout, /^ERR_PROCWIRE_NO_PARENT .*no IPC channel/);
 });
+
+test('a child that uses procwire.parent without a procwire parent dies with a hint naming the fix', { timeout: 60_000 }, async (t) => {
+  const file = path.join(tempDir(t), 'uses-parent.js');
+  fs.writeFileSync(file, `const procwire = require(${JSON.stringify(root)});\nprocwire.parent.on('message', () => {});\n`);
+  const child = procwire.fork(file, { silent: true });
+  t.after(() => killChild(child));
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const { code } = await withTimeout(exitOf(child), 30_000, 'the child to exit');
+  assert.notStrictEqual(code, 0);
+  assert.match(stderr, /TypeError: Cannot read properties of null \(reading 'on'\)/, 'Node\'s own report stays');
+  assert.match(stderr, /procwire\.parent is null in this process: its parent forked it without \{ child: 'procwire' \}/);
+  // And `if (procwire.parent)` still just reads null there.
+  const guarded = path.join(tempDir(t), 'guarded.js');
+  fs.writeFileSync(guarded, `const procwire = require(${JSON.stringify(root)});\nprocess.send({ parent: procwire.parent === null ? 'null' : 'set' });\nprocess.disconnect();\n`);
+  const second = procwire.fork(guarded);
+  t.after(() => killChild(second));
+  const got = await withTimeout(new Promise((resolve) => second.once('message', resolve)), 30_000, 'the guarded child\'s report');
+  assert.deepStrictEqual(got, { parent: 'null' });
+});
