@@ -39,11 +39,15 @@ function throwNoParent() {
 // crash itself gets a hint: one line on stderr beside Node's report, from an
 // 'uncaughtExceptionMonitor' listener that changes nothing else.
 let hinted = false;
+const CHANNEL_MEMBERS = new Set(['on', 'once', 'off', 'addListener', 'removeListener', 'send', 'request', 'respond',
+  'close', 'destroy', 'disconnect', 'ref', 'unref', 'pause', 'resume', 'stats', 'connected', 'closed']);
 function noteNullParent() {
   if (hinted || typeof process.send !== 'function') return;
   hinted = true;
   process.on('uncaughtExceptionMonitor', (err) => {
-    if (!(err instanceof TypeError) || !/Cannot read propert(?:y|ies) of null/.test(String(err.message))) return;
+    // Only a read of what a Channel has: another null elsewhere is not ours to explain.
+    const m = /Cannot read properties of null \(reading '([^']+)'\)/.exec(String(err && err.message));
+    if (!(err instanceof TypeError) || m === null || !CHANNEL_MEMBERS.has(m[1])) return;
     process.stderr.write('procwire: procwire.parent is null in this process: its parent forked it without ' +
       "{ child: 'procwire' } (it has Node's process.send instead). Fork it with procwire.fork(path, " +
       "{ child: 'procwire' }), or call procwire.requireParent() for an ERR_PROCWIRE_NO_PARENT error.\n");
