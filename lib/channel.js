@@ -12,6 +12,8 @@ const { HandleProtocol, handleType, discardHandle } = require('./child-process-i
 const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
 const { checkHandle, END_REASONS } = require('./transport/contract');
 const { publicStats } = require('./stats');
+const { withCallerFrames, timeoutMessage, settleClosed } = require('./error-context');
+const { debug } = require('./debug');
 const {
   invalidArg, validateObject, validateSerialization, validateMaxMessageSize, validateSize,
   validateMessage, validateFunction,
@@ -516,11 +518,12 @@ class Channel extends EventEmitter {
       return Promise.reject(makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed'));
     }
     const id = this._nextRequestId++;
-    return new Promise((resolve, reject) => {
+    // A rejection's stack gains the awaiting caller's frames (error-context.js).
+    return withCallerFrames(new Promise((resolve, reject) => {
       const entry = { resolve, reject, timer: null, signal, onAbort: null };
       if (timeout > 0) {
         entry.timer = setTimeout(() => {
-          this._settleRequest(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', `no reply within ${timeout} ms`));
+          this._settleRequest(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', timeoutMessage(this, timeout)));
         }, timeout);
         // A pending timer must not be what keeps a process alive on its own;
         // the channel's own ref decides that.
@@ -538,7 +541,7 @@ class Channel extends EventEmitter {
       } catch (err) {
         this._settleRequest(id, err);
       }
-    });
+    }));
   }
 
   // respond(async (value, channel) => reply): answers the peer's requests.
@@ -846,6 +849,10 @@ class Channel extends EventEmitter {
     } else if (message.cmd === RESPONSE) {
       this._onResponse(message.id, message.ok, message.ok ? message.body : message.error);
     } else if (message.cmd === CAPABILITIES) {
+      if (debug.enabled) {
+        debug('channel %s capabilities from peer: segments %s, pool %s, rings %s (ours: segments %s, rings %s)',
+          this.transport, message.segments, message.pool, message.rings, this._canTakeSegments, this._ringsOffered);
+      }
       if (message.segments === true && this._canTakeSegments && !this._peerTakesSegments) {
         this._peerTakesSegments = true;
         this._handle.enableOutOfLine();
@@ -898,6 +905,7 @@ class Channel extends EventEmitter {
 
   // Called by lib/auth.js once the hello succeeded on this channel.
   _onHelloDone() {
+    debug('channel %s hello done (%s)', this.transport, this._helloRole);
     this._helloDone = true;
     if (this._ringsPending && this._ringsMayStart()) this._startRings();
   }
@@ -905,6 +913,7 @@ class Channel extends EventEmitter {
   _startRings() {
     this._ringsPending = false;
     if (this._ringsStarted || (this._state !== 'open' && this._state !== 'connecting')) return;
+    debug('channel %s rings starting (%s side)', this.transport, this._helloRole || 'fork');
     this._ringsStarted = true;
     if (this._helloRole === 'server') {
       // The client sets up its ring first, once its own hello is done; the
@@ -1209,6 +1218,9 @@ class Channel extends EventEmitter {
   // errnoName: a failed system call's errno name ('EPIPE'), if one ended it.
   _finish(reason, err, errnoName) {
     if (this._state === 'closed') return;
+    // A channel still connecting belongs to a connect() whose promise
+    // delivers its error: no 'error' event or process warning besides.
+    const wasConnecting = this._state === 'connecting';
     if (errnoName !== undefined && this._state === 'connecting') {
       reason = 'error';
       err = systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoName, 'connect');
@@ -1237,6 +1249,7 @@ class Channel extends EventEmitter {
     if (this._handles !== null) this._handles._release();
     this._closeReason = reason;
     this._closeError = err;
+    if (debug.enabled) debug('channel %s closed: %s%s', this.transport, reason, err ? ` (${err.code}: ${err.message})` : '');
     // What the handle wrote within send() (the first message of a tick, a
     // large frame, ring records) was sent, even though the flush that would
     // have reported it never comes: its callbacks succeed.
@@ -1249,8 +1262,10 @@ class Channel extends EventEmitter {
     const requests = [...this._requests.keys()];
     process.nextTick(() => {
       for (const [end, cb] of cbs) cb(end <= written ? null : closedError);
-      for (const id of requests) this._settleRequest(id, closedError);
-      if (err && reason !== 'local') this._emitError(err);
+      settleClosed(this, requests, (message = closedError.message) =>
+        makeError('ERR_PROCWIRE_CHANNEL_CLOSED', message, err || undefined, { reason }),
+      (id, e) => this._settleRequest(id, e));
+      if (err && reason !== 'local' && !wasConnecting) this._emitError(err);
       this.emit('disconnect');
       this.emit('close', reason, err || undefined);
     });

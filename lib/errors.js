@@ -70,6 +70,8 @@ const CODES = {
     'procwire.cluster was used after Node\'s cluster module had been loaded (its primary then forks with child_process.fork).'],
   ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
+  ERR_PROCWIRE_NO_PARENT: ['NoParentError', Error,
+    'requireParent() found no procwire parent: the process was not forked with { child: \'procwire\' } (procwire.parent is null).'],
 };
 
 // Every procwire error is a ProcwireError: `err instanceof ProcwireError` is

@@ -52,10 +52,13 @@ module.exports = {
   codes: Object.keys(errors.CODES),
   native: require('./native').native,
   getParent,
+  requireParent: require('./require-parent').requireParent,
   // Read when asked, not at require time: only a procwire child has one, and
   // making it starts reading the channel.
   get parent() {
-    return getParent();
+    const parent = getParent();
+    if (parent === null) require('./require-parent').noteNullParent();
+    return parent;
   },
   // Node's cluster module, its primary forking through procwire.fork. Read
   // when asked: loading it is what lends cluster procwire's fork.

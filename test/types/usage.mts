@@ -14,3 +14,6 @@ const server: Server = listen('jobs', (ch) => ch.respond((v) => v));
 const ch: Channel = await connect('jobs');
 const same: typeof procwire.fork = fork;
 void [sum, buf, maybe, frame, framer, server, ch, same, errors.ChannelClosedError, codes, native];
+const { port } = listen({ port: 0 }).address();
+const p: number = port;
+void p;
