@@ -43,7 +43,14 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_OUT_OF_MEMORY'
   | 'ERR_PROCWIRE_FRAME_TRUNCATED'
   | 'ERR_PROCWIRE_PROTOCOL'
-  | 'ERR_PROCWIRE_CLUSTER_LOADED';
+  | 'ERR_PROCWIRE_CLUSTER_LOADED'
+  | 'ERR_PROCWIRE_POOL_WORKER_EXITED'
+  | 'ERR_PROCWIRE_POOL_WORKER_START'
+  | 'ERR_PROCWIRE_POOL_QUEUE_FULL'
+  | 'ERR_PROCWIRE_POOL_CLOSED'
+  | 'ERR_PROCWIRE_POOL_NO_HANDLER'
+  | 'ERR_PROCWIRE_TASK_TIMEOUT'
+  | 'ERR_PROCWIRE_TASK_ABORTED';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -57,6 +64,12 @@ export interface ProcwireError extends Error {
   remote?: { name: string; message: string; code?: string; stack?: string };
   /** For errors thrown by Framer.push without onError: the chunk's good messages. */
   messages?: unknown[];
+  /** For ERR_PROCWIRE_POOL_WORKER_EXITED / _WORKER_START: the worker process and its end. */
+  pid?: number;
+  exitCode?: number | null;
+  signal?: string | null;
+  /** For ERR_PROCWIRE_POOL_WORKER_EXITED / _WORKER_START: the last of the worker's stderr. */
+  stderr?: string;
 }
 
 type ErrorClass<C extends ErrorCode> = {
@@ -100,6 +113,13 @@ export declare const errors: {
   ProtocolError: ErrorClass<'ERR_PROCWIRE_PROTOCOL'>;
   ClusterLoadedError: ErrorClass<'ERR_PROCWIRE_CLUSTER_LOADED'>;
   ProcwireError: new (...args: any[]) => Error;
+  PoolWorkerExitedError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_EXITED'>;
+  PoolWorkerStartError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_START'>;
+  PoolQueueFullError: ErrorClass<'ERR_PROCWIRE_POOL_QUEUE_FULL'>;
+  PoolClosedError: ErrorClass<'ERR_PROCWIRE_POOL_CLOSED'>;
+  PoolNoHandlerError: ErrorClass<'ERR_PROCWIRE_POOL_NO_HANDLER'>;
+  TaskTimeoutError: ErrorClass<'ERR_PROCWIRE_TASK_TIMEOUT'>;
+  TaskAbortedError: ErrorClass<'ERR_PROCWIRE_TASK_ABORTED'>;
 };
 export declare const codes: ErrorCode[];
 

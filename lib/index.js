@@ -63,4 +63,9 @@ module.exports = {
   get cluster() {
     return getCluster();
   },
+  // The process pool (docs/pool.md), loaded when first asked for: a
+  // procwire child or a plain channel user never pays for it.
+  get Pool() {
+    return require('./pool').Pool;
+  },
 };
