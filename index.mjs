@@ -9,6 +9,7 @@ const procwire = require('./lib/index.js');
 export default procwire;
 export const {
   codec, Framer, Channel, Server, fork, listen, connect, alloc, release, errors, codes, native, getParent, getCluster,
+  Pool,
 } = procwire;
 // `cluster` is not read here: reading it loads Node's cluster module (with
 // procwire's fork), which an import must not do as a side effect. ESM code

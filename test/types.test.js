@@ -34,7 +34,7 @@ function makeProject(t, files) {
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const pkg = path.join(dir, 'node_modules', 'procwire');
   fs.mkdirSync(pkg, { recursive: true });
-  for (const f of ['package.json', 'index.d.ts']) fs.copyFileSync(path.join(root, f), path.join(pkg, f));
+  for (const f of ['package.json', 'index.d.ts', 'pool.d.ts']) fs.copyFileSync(path.join(root, f), path.join(pkg, f));
   fs.mkdirSync(path.join(dir, 'node_modules', '@types'));
   fs.symlinkSync(packageDir('@types/node'), path.join(dir, 'node_modules', '@types', 'node'));
   fs.symlinkSync(packageDir('undici-types'), path.join(dir, 'node_modules', 'undici-types'));
