@@ -6,7 +6,7 @@ const os = require('os');
 const path = require('path');
 const harness = require('./harness');
 
-const SUITES = ['codec', 'roundtrip', 'parity', 'master-worker', 'latency', 'bulk', 'cluster-http'];
+const SUITES = ['codec', 'roundtrip', 'parity', 'master-worker', 'latency', 'bulk', 'cluster-http', 'pool'];
 
 function procwireVersion() {
   try { return require(path.join(harness.ROOT, 'package.json')).version; } catch { return '?'; }

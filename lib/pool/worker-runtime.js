@@ -14,7 +14,9 @@
 
 const path = require('path');
 const url = require('url');
-const { parent } = require('../index');
+// Only the channel to the parent: not the whole API, which a worker that
+// needs none of it would load at every start.
+const parent = require('../fork').getParent();
 const { isMoved } = require('./move');
 
 const DEFAULT = 'default';
