@@ -1,8 +1,7 @@
 'use strict';
 // The pool suite's task, one module for every pool: a small task { a, b }
 // gives a + b; a Buffer gives its length plus its first and last bytes (the
-// worker reads the data, as real work would). `bounce` hands a procwire
-// shared-memory buffer back without a copy (procwire.Pool's transfer row).
+// worker reads the data, as real work would).
 // workerpool and jest-worker load it through their own entry points
 // (pool-task-workerpool.js; jest-worker calls the named export `task`).
 
@@ -16,12 +15,5 @@ function task(value) {
   return value.a + value.b;
 }
 
-function bounce(buf) {
-  const { move } = require('../../lib/pool');
-  buf[0] = (buf[0] + 1) & 0xff;
-  return move(buf);
-}
-
 module.exports = task;
 module.exports.task = task;
-module.exports.bounce = bounce;

@@ -25,6 +25,8 @@ const DONE = 4;
 // Workers that die before answering anything, one after another, before
 // the pool stops replacing them until the next run().
 const MAX_CRASH_STREAK = 5;
+// How long an idle pool's workers still keep the process alive.
+const UNREF_AFTER_MS = 50;
 
 const now = batchNow;
 
@@ -126,6 +128,8 @@ class Pool extends EventEmitter {
   #startFailed = null;   // the last start failure; no respawn until run()
   #crashStreak = 0;
   #idleTimer = null;
+  #unrefTimer = null;
+  #refed = true;
   #closed = null;        // { promise, resolve } once close()/destroy() began
   #created = now();
   #completed = 0;
@@ -190,7 +194,7 @@ class Pool extends EventEmitter {
     }
     if (timeout > 0) t.timer = setTimeout(onTimeout, timeout, t);
     t.enqueuedAt = now();
-    if (this.#active++ === 0) this.#refAll(true);
+    if (this.#active++ === 0 && !this.#refed) this.#refAll(true);
     if (this.#startFailed !== null) {
       // The last worker could not start: try once more for this task.
       this.#startFailed = null;
@@ -234,7 +238,7 @@ class Pool extends EventEmitter {
     }
     this.#live.add(slot);
     this.#starting++;
-    if (this.#active === 0) slot.setRef(false);
+    if (!this.#refed) slot.setRef(false);
   }
 
   #dispatch(slot, t) {
@@ -295,7 +299,7 @@ class Pool extends EventEmitter {
   // A task left the pool entirely (settled and out of its worker).
   #taskGone() {
     if (--this.#active === 0) {
-      if (this.#phase === 'open') this.#refAll(false);
+      if (this.#phase === 'open') this.#idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
     }
   }
@@ -395,7 +399,7 @@ class Pool extends EventEmitter {
       this.#crashStreak = slot.completed === 0 ? this.#crashStreak + 1 : 0;
       this.#ensureWorkers();
     }
-    if (this.#active === 0 && this.#phase === 'open') this.#refAll(false);
+    if (this.#active === 0 && this.#phase === 'open') this.#idleSoon();
     if (this.#phase === 'closing' && this.#active === 0) this.#shutdown();
     if (this.#phase !== 'open' && this.#live.size === 0 && this.#closed !== null) this.#closed.resolve();
     else if (this.#phase === 'open' && this.#scheduler.queue.size > 0) this.#pump();
@@ -411,7 +415,7 @@ class Pool extends EventEmitter {
     this.#active -= tasks.length;
     if (tasks.length > 0) this.emit('drain');
     if (this.#active === 0) {
-      if (this.#phase === 'open') this.#refAll(false);
+      if (this.#phase === 'open') this.#idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
     }
   }
@@ -442,7 +446,23 @@ class Pool extends EventEmitter {
   }
 
   #refAll(on) {
+    this.#refed = on;
     for (const slot of this.#live) slot.setRef(on);
+  }
+
+  // The pool has no task: its workers stop keeping this process alive
+  // after a short while, not at once, so back-to-back single tasks do not
+  // pay six ref()/unref() calls each. The one timer is re-armed, not made.
+  #idleSoon() {
+    if (!this.#refed) return;
+    if (this.#unrefTimer === null) {
+      this.#unrefTimer = setTimeout(() => {
+        if (this.#active === 0 && this.#phase === 'open') this.#refAll(false);
+      }, UNREF_AFTER_MS);
+      this.#unrefTimer.unref();
+    } else {
+      this.#unrefTimer.refresh();
+    }
   }
 
   // close(): no new task; what is queued and running finishes; then every
@@ -485,6 +505,7 @@ class Pool extends EventEmitter {
       clearTimeout(this.#idleTimer);
       this.#idleTimer = null;
     }
+    if (this.#unrefTimer !== null) clearTimeout(this.#unrefTimer);
   }
 
   #shutdown() {
