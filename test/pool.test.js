@@ -291,3 +291,18 @@ test('10k tasks with random cancellations and crashes: each settles exactly once
   assert.deepStrictEqual([...seen].filter(alive), [], 'no worker left');
   await until(() => fdsOpenedSince(before).length === 0, STEP, `descriptors to close: ${JSON.stringify(fdsOpenedSince(before))}`);
 });
+
+test('a pool made by `node -e` code forks workers that run their module, not that code again', () => {
+  // The guard makes a worker that would run the -e code again exit at
+  // once (its start then fails) instead of making pools of its own.
+  const code = `
+    if (process.env.POOL_TEST_NESTED) process.exit(0);
+    process.env.POOL_TEST_NESTED = '1';
+    const { Pool } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const pool = new Pool({ filename: ${JSON.stringify(WORKER)}, minWorkers: 1, maxWorkers: 1 });
+    pool.run({ a: 1, b: 2 }).then((v) => console.log('result', v), (e) => console.log('error', e.code))
+      .finally(() => pool.close());`;
+  const r = require('child_process').spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: STEP });
+  assert.strictEqual(r.stdout.trim(), 'result 3', r.stderr);
+  assert.strictEqual(r.status, 0);
+});

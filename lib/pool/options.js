@@ -38,6 +38,24 @@ function stringArray(value, name) {
   return value.slice();
 }
 
+// This process's Node options, without code given with -e/-p: a worker
+// must run its module, not the parent's program again (as Node's own fork
+// strips it).
+const EVAL_FLAGS = new Set(['-e', '--eval', '-p', '--print', '-pe']);
+function inheritedExecArgv() {
+  const out = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    if (EVAL_FLAGS.has(argv[i])) {
+      i++;
+      continue;
+    }
+    if (/^--(eval|print)=/.test(argv[i])) continue;
+    out.push(argv[i]);
+  }
+  return out;
+}
+
 function resourceArgs(limits) {
   if (limits === undefined) return [];
   if (limits === null || typeof limits !== 'object') throw invalidArg('options.resourceLimits must be an object');
@@ -80,7 +98,7 @@ function poolSettings(options) {
   }
   const name = options.name === undefined ? 'default' : options.name;
   if (typeof name !== 'string' || name.length === 0) throw invalidArg('options.name must be a non-empty string');
-  const execArgv = [...(stringArray(options.execArgv, 'execArgv') || process.execArgv), ...resourceArgs(options.resourceLimits)];
+  const execArgv = [...(stringArray(options.execArgv, 'execArgv') || inheritedExecArgv()), ...resourceArgs(options.resourceLimits)];
   return {
     filename,
     minWorkers,
