@@ -44,7 +44,14 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_FRAME_TRUNCATED'
   | 'ERR_PROCWIRE_PROTOCOL'
   | 'ERR_PROCWIRE_CLUSTER_LOADED'
-  | 'ERR_PROCWIRE_NO_PARENT';
+  | 'ERR_PROCWIRE_NO_PARENT'
+  | 'ERR_PROCWIRE_POOL_WORKER_EXITED'
+  | 'ERR_PROCWIRE_POOL_WORKER_START'
+  | 'ERR_PROCWIRE_POOL_QUEUE_FULL'
+  | 'ERR_PROCWIRE_POOL_CLOSED'
+  | 'ERR_PROCWIRE_POOL_NO_HANDLER'
+  | 'ERR_PROCWIRE_TASK_TIMEOUT'
+  | 'ERR_PROCWIRE_TASK_ABORTED';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -59,7 +66,8 @@ export interface ProcwireError extends Error {
   /** For errors thrown by Framer.push without onError: the chunk's good messages. */
   messages?: unknown[];
   /**
-   * For ERR_PROCWIRE_CHANNEL_CLOSED (and requests it rejects) on a forked child's channel: the
+   * For ERR_PROCWIRE_CHANNEL_CLOSED (and requests it rejects) on a forked child's channel, and for
+   * ERR_PROCWIRE_POOL_WORKER_EXITED / _WORKER_START (a pool worker): the
    * child's pid and, once it has exited, its exit code or signal and the last lines of its stderr
    * when stderr is piped (`silent: true` or `stdio: 'pipe'`).
    */
@@ -114,6 +122,13 @@ export declare const errors: {
   ClusterLoadedError: ErrorClass<'ERR_PROCWIRE_CLUSTER_LOADED'>;
   NoParentError: ErrorClass<'ERR_PROCWIRE_NO_PARENT'>;
   ProcwireError: new (...args: any[]) => Error;
+  PoolWorkerExitedError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_EXITED'>;
+  PoolWorkerStartError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_START'>;
+  PoolQueueFullError: ErrorClass<'ERR_PROCWIRE_POOL_QUEUE_FULL'>;
+  PoolClosedError: ErrorClass<'ERR_PROCWIRE_POOL_CLOSED'>;
+  PoolNoHandlerError: ErrorClass<'ERR_PROCWIRE_POOL_NO_HANDLER'>;
+  TaskTimeoutError: ErrorClass<'ERR_PROCWIRE_TASK_TIMEOUT'>;
+  TaskAbortedError: ErrorClass<'ERR_PROCWIRE_TASK_ABORTED'>;
 };
 export declare const codes: ErrorCode[];
 
@@ -433,3 +448,100 @@ export declare function alloc(size: number): Buffer;
 export declare function release(view: ArrayBuffer | ArrayBufferView): boolean;
 /** true when the native addon is in use. */
 export declare const native: boolean;
+
+/** Options of `new Pool()` (docs/pool.md), with piscina's names where piscina has one. */
+export interface PoolOptions {
+  /** The worker's module: a path (relative to the working directory) or a file: URL. */
+  filename: string | URL;
+  /** Workers forked ahead and kept ready. Default: half the CPUs (at least 1). */
+  minWorkers?: number;
+  /** The most workers at once. Default: the CPUs (at least minWorkers). */
+  maxWorkers?: number;
+  /** ms a worker above minWorkers may stay idle before it exits. Default 10000. */
+  idleTimeout?: number;
+  /** Tasks one worker holds at once. Default 1. */
+  concurrentTasksPerWorker?: number;
+  /** Tasks that may wait; past it run() rejects ERR_PROCWIRE_POOL_QUEUE_FULL. 'auto': maxWorkers². Default Infinity. */
+  maxQueue?: number | 'auto';
+  /** A task's default timeout in ms; 0: none (the default). */
+  timeout?: number;
+  /** ms an aborted or timed-out running task has to stop before its worker is killed. Default 1000. */
+  abortGracePeriod?: number;
+  execArgv?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Default 'advanced' (structured clone, shared memory for large buffers). */
+  serialization?: Serialization;
+  resourceLimits?: { maxOldGenerationSizeMb?: number; maxYoungGenerationSizeMb?: number; stackSizeMb?: number };
+  /** The handler run when a task names none. Default 'default'. */
+  name?: string;
+}
+
+export interface RunOptions {
+  /** The named handler of the worker's module to run. */
+  name?: string;
+  signal?: AbortSignal;
+  /** Buffers handed over, not copied (procwire.alloc() ones without a byte copied). */
+  transfer?: (ArrayBuffer | ArrayBufferView)[];
+  /** ms from run() until the task is rejected with ERR_PROCWIRE_TASK_TIMEOUT; 0: none. */
+  timeout?: number;
+}
+
+export interface PoolHistogram {
+  count: number;
+  min: number;
+  max: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+}
+
+export interface PoolWorkerInfo {
+  pid: number;
+  state: 'starting' | 'ready' | 'retiring' | 'dead';
+  running: number;
+  completed: number;
+}
+
+export interface PoolStats {
+  completed: number;
+  failed: number;
+  cancelled: number;
+  queued: number;
+  running: number;
+  workers: PoolWorkerInfo[];
+  /** ms from a task's dispatch to its result. */
+  runTime: PoolHistogram;
+  /** ms from run() to dispatch. */
+  waitTime: PoolHistogram;
+  /** The share of maxWorkers' time spent with at least one task, 0..1. */
+  utilization: number;
+  /** ms since the pool was made. */
+  duration: number;
+}
+
+/** What Pool.move() returns: a value whose buffers run() (or a worker's result) transfers. */
+export interface Moved<T> {
+  readonly value: T;
+  readonly transfer: (ArrayBuffer | ArrayBufferView)[];
+}
+
+/** A pool of procwire worker processes running one module's handlers (docs/pool.md). */
+export declare class Pool<Task = any, Result = any> extends EventEmitter {
+  constructor(options: PoolOptions);
+  /** Marks a value whose buffers are handed over rather than copied. */
+  static move<T>(value: T, transfer?: (ArrayBuffer | ArrayBufferView)[]): Moved<T>;
+  run(task: Task | Moved<Task>, options?: RunOptions): Promise<Result>;
+  /** Finishes queued and running tasks, then lets the workers go. */
+  close(): Promise<void>;
+  /** Rejects queued and running tasks (ERR_PROCWIRE_POOL_CLOSED) and kills the workers. */
+  destroy(): Promise<void>;
+  stats(): PoolStats;
+  readonly queueSize: number;
+  readonly completed: number;
+  readonly needsDrain: boolean;
+  readonly workers: PoolWorkerInfo[];
+  on(event: 'drain', listener: () => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}

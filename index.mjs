@@ -10,6 +10,7 @@ export default procwire;
 export const {
   codec, Framer, Channel, Server, fork, listen, connect, alloc, release, errors, codes, native, getParent, getCluster,
   requireParent,
+  Pool,
 } = procwire;
 // `cluster` is not read here: reading it loads Node's cluster module (with
 // procwire's fork), which an import must not do as a side effect. ESM code

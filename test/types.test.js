@@ -47,7 +47,7 @@ function makeProject(t, files, types, options = {}) {
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const pkg = path.join(dir, 'node_modules', 'procwire');
   fs.mkdirSync(pkg, { recursive: true });
-  for (const f of ['package.json', 'index.d.ts', 'index.d.mts']) fs.copyFileSync(path.join(root, f), path.join(pkg, f));
+  for (const f of ['package.json', 'index.d.ts', 'index.d.mts', 'pool.d.ts']) fs.copyFileSync(path.join(root, f), path.join(pkg, f));
   fs.mkdirSync(path.join(dir, 'node_modules', '@types'));
   const nodeTypes = packageDir('@types/node', types.dir);
   fs.symlinkSync(nodeTypes, path.join(dir, 'node_modules', '@types', 'node'));

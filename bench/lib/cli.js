@@ -20,6 +20,7 @@ const REGISTRY = [
   { name: 'latency', quickSeconds: 8 },
   { name: 'bulk', quickSeconds: 7 },
   { name: 'cluster-http', quickSeconds: 7 },
+  { name: 'pool', quickSeconds: 10 },
 ];
 const SUITES = REGISTRY.map((s) => s.name);
 
