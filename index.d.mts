@@ -9,11 +9,12 @@ import * as procwire from './index.js';
 export default procwire;
 export {
   codec, Framer, Channel, Server, fork, listen, connect, alloc, release, errors, codes, native, getParent, getCluster,
-  requireParent, parent,
+  requireParent, parent, Pool,
 } from './index.js';
 export type {
   Serialization, ErrorCode, ProcwireError, Codec, FramerOptions, CloseReason,
   SizeBucket, ChannelStats, ChannelOptions, NatsOptions, SendOptions, RequestOptions,
   SendHandle, ProcwireForkOptions, ProcwireChildProcess, Address, AuthOptions, ListenOptions,
   UnixServerAddress, TcpServerAddress, NatsServerAddress, ServerAddress,
+  PoolOptions, RunOptions, PoolHistogram, PoolWorkerInfo, PoolStats, Moved,
 } from './index.js';

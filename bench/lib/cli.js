@@ -13,14 +13,14 @@ const harness = require('./harness');
 // fewer repeats, not a longer run). A new suite adds one entry here.
 const REGISTRY = [
   { name: 'codec', quickSeconds: 7 },
-  { name: 'roundtrip', quickSeconds: 22 },
-  { name: 'parity', quickSeconds: 9 },
+  { name: 'roundtrip', quickSeconds: 20 },
+  { name: 'parity', quickSeconds: 7 },
   { name: 'fork-vs-named', quickSeconds: 8 },
-  { name: 'master-worker', quickSeconds: 10 },
+  { name: 'master-worker', quickSeconds: 8 },
   { name: 'latency', quickSeconds: 8 },
   { name: 'bulk', quickSeconds: 7 },
   { name: 'cluster-http', quickSeconds: 7 },
-  { name: 'pool', quickSeconds: 10 },
+  { name: 'pool', quickSeconds: 8 },
 ];
 const SUITES = REGISTRY.map((s) => s.name);
 

@@ -13,7 +13,8 @@ function countPrimes(n) {
   return count;
 }
 
-module.exports = ({ n }) => ({ primes: countPrimes(n), pid: process.pid });
-module.exports.fail = () => {
-  throw new Error('no primes today');
-};
+module.exports = Object.assign(({ n }) => ({ primes: countPrimes(n), pid: process.pid }), {
+  fail: () => {
+    throw new Error('no primes today');
+  },
+});
