@@ -61,6 +61,9 @@ function adapter(name, mod) {
     nextId: () => mod.nuid.next(),
     nkeyAuthenticator: (seed) => mod.nkeyAuthenticator(seed),
     credsAuthenticator: (creds) => mod.credsAuthenticator(creds),
+    // Throws the coded "install @nats-io/jetstream" error before any
+    // connection is opened, if it is missing.
+    requireJetStream: () => { jetstreamModule(); },
     jetstream: (nc) => (v3 ? jetstreamModule().jetstream(nc) : nc.jetstream()),
     jetstreamManager: (nc) => (v3 ? jetstreamModule().jetstreamManager(nc) : nc.jetstreamManager()),
     // "No responders" (503): nobody subscribes to the subject.
@@ -72,12 +75,18 @@ function adapter(name, mod) {
 
 const loaded = new Map();
 
-// The client adapter: `preference` names one of the two packages, or is
-// undefined for the maintained client if installed, else `nats` v2.
-function natsClient(preference) {
+// options.natsClient: undefined, or the name of one of the two clients.
+function validateClientName(preference) {
   if (preference !== undefined && preference !== V3 && preference !== V2) {
     throw invalidArg(`options.natsClient must be '${V3}' or '${V2}', got ${String(preference)}`);
   }
+  return preference;
+}
+
+// The client adapter: `preference` names one of the two packages, or is
+// undefined for the maintained client if installed, else `nats` v2.
+function natsClient(preference) {
+  validateClientName(preference);
   const key = preference || 'auto';
   if (loaded.has(key)) return loaded.get(key);
   const order = preference === undefined ? [V3, V2] : [preference];
@@ -254,4 +263,4 @@ async function openLink(servers, options) {
   return new Link(client, nc, true);
 }
 
-module.exports = { natsClient, natsError, serversFor, openLink, Link, V2, V3, JETSTREAM };
+module.exports = { natsClient, validateClientName, natsError, serversFor, openLink, Link, V2, V3, JETSTREAM };

@@ -26,7 +26,7 @@ const { makeError } = require('../../errors');
 const { validateObject, validateSize, validateSerialization } = require('../../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../../protocol');
 const { ServerBase } = require('../server');
-const { natsError, openLink, serversFor } = require('./connection');
+const { natsClient, natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { validateSubject } = require('./channel');
 const { queueSettings, ensureStream, workerConsumer, callerConsumer } = require('./queue');
 const { CallerHandle, WorkerHandle } = require('./durable-handle');
@@ -88,11 +88,13 @@ function handleOptions(options, serialization) {
 // Checks everything before a connection is opened.
 function settingsFor(options) {
   const subject = validateSubject(options.subject, 'options.subject');
+  validateClientName(options.natsClient);
   const serialization = validateSerialization(options.serialization);
   return { settings: queueSettings(subject, options), serialization, hopts: handleOptions(options, serialization) };
 }
 
 async function withLink(servers, options, settings, body) {
+  natsClient(options.natsClient).requireJetStream();
   const link = await openLink(servers, options);
   link.acquire();
   try {

@@ -5,7 +5,7 @@
 const { makeError } = require('../../errors');
 const { validateSerialization } = require('../../validate');
 const { ServerBase, listenArguments } = require('../server');
-const { natsError, openLink, serversFor } = require('./connection');
+const { natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { NatsHandle, CTL } = require('./handle');
 const { NatsChannel, channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
 
@@ -17,6 +17,7 @@ class NatsServer extends ServerBase {
     this._servers = servers;
     this._options = options;
     this._subject = validateSubject(options.subject, 'options.subject');
+    validateClientName(options.natsClient);
     this._outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
     this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
     if (options.serialization !== undefined) validateSerialization(options.serialization);
