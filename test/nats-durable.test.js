@@ -199,18 +199,18 @@ function tests() {
       let running = 0;
       let most = 0;
       const runs = new Map();
-      const server = listen(js.urls[0], { subject: s, durable: true, concurrency: 2, ackWait: 400 }, (w) => {
+      const server = listen(js.urls[0], { subject: s, durable: true, concurrency: 2, ackWait: 1000 }, (w) => {
         w.respond(async (v) => {
           runs.set(v.i, (runs.get(v.i) || 0) + 1);
           running++;
           most = Math.max(most, running);
-          await sleep(v.long ? 1500 : 20);
+          await sleep(v.long ? 3000 : 20);
           running--;
           return v.i;
         });
       });
       await server.ready;
-      const other = listen(js.urls[0], { subject: s, durable: true, concurrency: 2, ackWait: 400 }, (w) => {
+      const other = listen(js.urls[0], { subject: s, durable: true, concurrency: 2, ackWait: 1000 }, (w) => {
         w.respond(async (v) => { runs.set(v.i, (runs.get(v.i) || 0) + 1); return v.i; });
       });
       await other.ready;
@@ -223,6 +223,8 @@ function tests() {
       assert.ok(most <= 2, `at most 2 at once, saw ${most}`);
       // The long request outlived its ack wait three times over and still
       // ran once: its worker kept telling JetStream it was in progress.
+      // (Its own worker still holding it is not enough: another worker,
+      // idle, would have been given it after the ack wait.)
       assert.strictEqual(runs.get(0), 1);
       const st = [...server.channels][0].stats();
       assert.ok(st.progressAcks >= 2, `progress acks ${st.progressAcks}`);

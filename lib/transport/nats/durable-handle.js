@@ -394,11 +394,12 @@ class WorkerHandle extends DurableHandleBase {
     }
     const id = this._nextInbound++;
     // Long tasks: tell JetStream the request is in progress so it is not
-    // given to another worker while this one still works on it.
+    // given to another worker while this one still works on it (three times
+    // per ack wait, so one late timer on a busy event loop does not lose it).
     const timer = setInterval(() => {
       this.durableStats.progressAcks++;
       try { m.working(); } catch { /* connection gone */ }
-    }, Math.max(50, this._settings.ackWait / 2));
+    }, Math.max(50, this._settings.ackWait / 3));
     timer.unref();
     this._inbound.set(id, { m, caller, requestId, msgId: `${caller}.${requestId}`, timer });
     let value;
