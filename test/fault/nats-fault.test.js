@@ -22,7 +22,8 @@ const log = (s) => process.stdout.write(`${s}\n`);
 function print(r) {
   log(`# ${r.mode}: ${r.requests} requests in ${r.ms} ms (${r.reqPerSec}/s), killed after ${r.killedAt} replies: ` +
     `${r.replies} replied, ${r.lost} lost ${JSON.stringify(r.errors)}, ${r.wrong} wrong; ` +
-    `redeliveries ${r.redeliveries}, duplicates suppressed ${r.duplicatesSuppressed}, late replies ${r.lateReplies}, ` +
+    `redeliveries ${r.redeliveries}, duplicates suppressed ${r.duplicatesSuppressed} ` +
+    `(by the stream ${r.duplicatesAtStream}, by the callers ${r.duplicatesAtCaller}), late replies ${r.lateReplies}, ` +
     `publishes retried ${r.republished}`);
 }
 

@@ -37,12 +37,15 @@ async function worker(config) {
     if (m !== 'stats') return;
     let redeliveries = 0;
     let duplicatesSuppressed = 0;
+    let republished = 0;
     for (const ch of server.channels) {
       const st = ch.stats();
       redeliveries += st.redeliveries || 0;
       duplicatesSuppressed += st.duplicatesSuppressed || 0;
+      republished += st.republished || 0;
     }
-    process.send({ stats: { pid: process.pid, answered: [...answered.values()].reduce((a, b) => a + b, 0), redeliveries, duplicatesSuppressed } });
+    const total = [...answered.values()].reduce((a, b) => a + b, 0);
+    process.send({ stats: { pid: process.pid, answered: total, redeliveries, duplicatesSuppressed, republished } });
   });
   process.send({ ready: true });
 }
@@ -73,8 +76,9 @@ async function caller(config) {
       nats: { reconnectTimeWait: 100, pingInterval: 1000, maxPingOut: 2 },
     })]
     : await openCoreChannels(config);
-  // A core channel whose worker died is closed: later requests go to the
-  // channels still open, so what is lost is what was in flight.
+  // A core channel whose worker died is closed (or found unreachable): later
+  // requests go to the channels still open, so what is lost is mostly what
+  // was in flight.
   const open = new Set(channels);
   for (const ch of channels) {
     ch.on('error', () => {});
@@ -96,6 +100,9 @@ async function caller(config) {
         const reply = await ch.request({ c: config.id, i }, { timeout: config.timeout });
         if (reply.c === config.id && reply.i === i) result.ok++; else result.wrong++;
       } catch (err) {
+        // No responders: that worker is gone; stop sending it requests
+        // before the heartbeat closes its channel, as a careful user would.
+        if (err.code === 'ERR_PROCWIRE_PEER_UNREACHABLE') open.delete(ch);
         result.lost++;
         result.errors[err.code] = (result.errors[err.code] || 0) + 1;
       }
@@ -144,7 +151,8 @@ async function killProcess(child) {
   await child.exitedP;
 }
 
-// -> { mode, requests, replies, wrong, lost, errors, redeliveries, duplicatesSuppressed, ms, killed }
+// -> { mode, requests, replies, wrong, lost, errors, redeliveries, duplicatesSuppressed (duplicatesAtStream +
+// duplicatesAtCaller), lateReplies, republished, answeredBySurvivors, killedAt, ms, reqPerSec }
 async function faultRun({ mode, requests, deadlineMs = 170_000, log = () => {} }) {
   const cluster = await startJetStreamCluster(3);
   const children = new Set();
@@ -183,8 +191,12 @@ async function faultRun({ mode, requests, deadlineMs = 170_000, log = () => {} }
       mode, requests: per * 2, replies: sum(out, (r) => r.ok), wrong: sum(out, (r) => r.wrong), lost: sum(out, (r) => r.lost), errors,
       redeliveries: sum(stats, (s) => s.redeliveries),
       duplicatesSuppressed: sum(stats, (s) => s.duplicatesSuppressed) + sum(out, (r) => sum(r.stats, (s) => s.duplicatesSuppressed)),
+      // Of which: second replies the stream dropped (counted by workers),
+      // and replies delivered to a caller again (its ack lost), dropped there.
+      duplicatesAtStream: sum(stats, (s) => s.duplicatesSuppressed),
+      duplicatesAtCaller: sum(out, (r) => sum(r.stats, (s) => s.duplicatesSuppressed)),
       lateReplies: sum(out, (r) => sum(r.stats, (s) => s.lateReplies)),
-      republished: sum(out, (r) => sum(r.stats, (s) => s.republished)),
+      republished: sum(out, (r) => sum(r.stats, (s) => s.republished)) + sum(stats, (s) => s.republished),
       answeredBySurvivors: sum(stats, (s) => s.answered),
       killedAt, ms, reqPerSec: Math.round((per * 2) / (ms / 1000)),
     };
