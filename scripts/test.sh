@@ -72,6 +72,7 @@ done
 # core NATS over a 3-server JetStream cluster, with workers and a server
 # killed. Heavy, so once, on this machine's Node, within its own budget.
 echo "== NATS fault run (once, on $(node --version)) =="
+[ -f "$root/build/Release/procwire.node" ] || npm run build >/dev/null
 log="$(mktemp)"
 PROCWIRE_ADDON="$root/build/Release/procwire.node" \
   timeout --kill-after=10 "${FAULT_RUN_SECONDS:-600}" \
