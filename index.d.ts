@@ -476,10 +476,10 @@ export declare function listen(address: { port: number; host?: string }, options
 export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
 export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, options: ListenOptions, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
 /** Any address, a nats:// URL in a plain string included. */
-export declare function listen(address: Address, options?: ListenOptions | NatsOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function listen(address: Address, options?: ListenOptions | NatsOptions | DurableNatsOptions, onChannel?: (channel: Channel) => void): Server;
 export declare function connect(url: `nats://${string}`, options: DurableNatsOptions): Promise<DurableChannel>;
 export declare function connect<In = any, Out = any>(url: `nats://${string}`, options: NatsOptions): Promise<Channel<In, Out>>;
-export declare function connect<In = any, Out = any>(address: Address, options?: (ChannelOptions & AuthOptions) | NatsOptions): Promise<Channel<In, Out>>;
+export declare function connect<In = any, Out = any>(address: Address, options?: (ChannelOptions & AuthOptions) | NatsOptions | DurableNatsOptions): Promise<Channel<In, Out>>;
 
 /**
  * The child's end of a fork(..., { child: 'procwire' }) channel, or null.
