@@ -19,6 +19,7 @@
         "src/binding/native_listener.cc",
         "src/binding/ring_transport.cc",
         "src/core/ring.cc",
+        "src/core/wake.cc",
         "src/binding/segments.cc",
         "src/binding/addon.cc"
       ],

@@ -628,9 +628,10 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
 
   // enableRings() -> total bytes ever queued: the peer announced `rings`;
   // creates our outbound ring and queues its set-up frame (with the memfd
-  // and eventfd) on the socket. Frames may take the ring from now on; the
-  // peer reads them once it has read the set-up frame, which comes first
-  // (see the socket marks in ring_transport.h). If the ring cannot be made,
+  // and the signalling end of our wake-up link) on the socket. Frames may
+  // take the ring from now on; the peer reads them once it has read the
+  // set-up frame, which comes first (see the socket marks in
+  // ring_transport.h), and is woken once its own set-up brought its link. If the ring cannot be made,
   // nothing is announced and everything keeps going by the socket.
   static void EnableRings(const FunctionCallbackInfo<Value>& args) {
     NativeChannel* self = Unwrap(args);
@@ -646,8 +647,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     if (rings_ == nullptr) rings_.reset(new RingTransport());
     int ring_fd = -1;
     int wake_fd = -1;
-    if (rings_->CreateOutbound(kChannelRingCapacity) != 0 ||
-        rings_->DupOutboundFds(&ring_fd, &wake_fd) != 0) {
+    if (rings_->CreateOutbound(kChannelRingCapacity) != 0 || rings_->DupSetupFds(&ring_fd, &wake_fd) != 0) {
       return false;
     }
     const bool json = reader_.format() == WireFormat::kJson;
@@ -699,7 +699,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     self->UpdatePoll();
     // Ring records that arrived while paused were not read: look again.
     if (self->reading_ && self->rings_ != nullptr && self->rings_->has_inbound()) {
-      EventFdSignal(self->rings_->inbound_wake_fd());
+      self->rings_->WakeSelf();
     }
   }
   static void ReadStop(const FunctionCallbackInfo<Value>& args) {
@@ -912,7 +912,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   void OutboundRingFailed() {
     if (rings_->corrupt_reason() != nullptr) return;
     rings_->SetCorrupt("the peer moved the read index of our ring to an impossible place");
-    if (ring_poll_started_) EventFdSignal(rings_->inbound_wake_fd());
+    if (ring_poll_started_) rings_->WakeSelf();
   }
 
   // Monotonic byte counts over both ways out (see Write and Flush).
@@ -1380,18 +1380,24 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     kEmpty,     // The ring is empty; sleep was not announced (announce false).
     kSleeping,  // The ring is empty and sleep is announced.
     kWaiting,   // A record waits for socket bytes not read yet.
-    kMore,      // The batch budget is spent; our eventfd is signalled.
+    kMore,      // The batch budget is spent; our wake-up link is signalled.
     kCorrupt,   // The peer broke the ring (corrupt_reason()).
   };
 
-  // A ring set-up frame [0xFD][1] brought the peer's ring (memfd) and its
-  // eventfd, which this takes over.
+  // A ring set-up frame [0xFD][2] brought the peer's ring (memfd) and the
+  // signalling end of its wake-up link, which this takes over; we poll a
+  // link of our own (see ring_transport.h).
   void TakeRing(int ring_fd, int wake_fd) {
     if (rings_ == nullptr) rings_.reset(new RingTransport());
-    const int err = rings_->AttachInbound(ring_fd, wake_fd);
+    const int err = rings_->AttachInbound(ring_fd);
     CloseFd(ring_fd);
     if (err != 0) {
+      CloseFd(wake_fd);
       rings_->SetCorrupt(err == -EALREADY ? "a second ring set-up" : "the peer's ring could not be attached");
+      return;
+    }
+    if (rings_->TakePeerWake(wake_fd) != 0) {
+      rings_->SetCorrupt("the peer's wake-up descriptor is not a unix stream socket");
       return;
     }
     CHECK_EQ(uv_poll_init(data_->loop, &ring_poll_, rings_->inbound_wake_fd()), 0);
@@ -1406,7 +1412,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
 
   // Delivers ring records marked <= limit (the socket bytes framed so far
   // by default). With the ring empty it announces sleep, so the writer's next
-  // record signals our eventfd; with a record waiting for socket bytes it
+  // record signals our wake-up link; with a record waiting for socket bytes it
   // does not: the read that brings them drains the ring again. Without
   // announce, an empty ring returns kEmpty and the caller decides.
   RingDrain DrainRing(Local<Context> context, std::vector<Local<Value>>* messages,
@@ -1420,7 +1426,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     for (int n = 0;; n++) {
       if (bounded && n >= kMaxRingRecordsPerWake) {
         // Come back after the rest of the loop has had its turn.
-        EventFdSignal(rings_->inbound_wake_fd());
+        rings_->WakeSelf();
         return RingDrain::kMore;
       }
       const uint8_t* frames = nullptr;
@@ -1453,7 +1459,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     }
   }
 
-  // The eventfd says the peer wrote to a ring we announced we sleep on.
+  // Our wake-up link says the peer wrote to a ring we announced we sleep on.
   // Delivers what is there (one JavaScript call per batch), then, while
   // records have been following each other within microseconds, waits for
   // the next within the adaptive window (SpinWindow) before announcing
@@ -1464,13 +1470,18 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
     if (self->closing_ || self->ended_) return;
     RingTransport* rings = self->rings_.get();
-    EventFdDrain(rings->inbound_wake_fd());
-    // Paused: readStart signals the eventfd again.
-    if (!self->reading_) return;
     Isolate* isolate = self->data_->isolate;
     HandleScope scope(isolate);
     Local<Context> context = self->context_.Get(isolate);
     Context::Scope context_scope(context);
+    // A link that was shut down, or that keeps being signalled with no
+    // record behind it, would keep this poll firing: the channel ends.
+    if (!rings->DrainWake()) {
+      self->EndRingCorrupt(context);
+      return;
+    }
+    // Paused: readStart signals the link again.
+    if (!self->reading_) return;
     uint64_t now = MonotonicNs();
     if (rings->empty_since_ns != 0) rings->spin.Arrived(rings->WokenGapNs(now));
     rings->empty_since_ns = 0;
@@ -1498,7 +1509,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
         self->EndRingCorrupt(context);
         return;
       }
-      // kMore signalled our eventfd; kWaiting is drained by the socket read
+      // kMore signalled our link; kWaiting is drained by the socket read
       // that brings the bytes it waits for; paused, readStart signals.
       if (drained != RingDrain::kEmpty || !self->reading_) return;
       now = MonotonicNs();
@@ -1527,7 +1538,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
         return;
       }
       if (MonotonicNs() >= deadline) {
-        EventFdSignal(rings->inbound_wake_fd());
+        rings->WakeSelf();
         return;
       }
     }
@@ -1810,7 +1821,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
     Call(on_end_, 3, argv);
   }
 
-  // The socket's poll handle and, with rings, the eventfd's: the object
+  // The socket's poll handle and, with rings, the wake-up link's: the object
   // goes when the last has closed.
   void CloseUvHandles() override {
     // No more returns: the pool's async handle closes, and the mappings
