@@ -42,10 +42,25 @@ TEST(Wake, AFullLinkNeverBlocksTheSignaller) {
   int signaller = -1;
   ASSERT_EQ(WakeLinkCreate(&waiter, &signaller), 0);
   ASSERT_EQ(fcntl(signaller, F_SETFL, fcntl(signaller, F_GETFL) & ~O_NONBLOCK), 0);
-  for (int i = 0; i < 1 << 20; i++) ASSERT_EQ(WakeLinkSignal(signaller), 0);
-  // A flood is reported once the bound is spent, and the rest stays.
+  for (int i = 0; i < 1 << 16; i++) ASSERT_EQ(WakeLinkSignal(signaller), 0);
+  close(waiter);
+  close(signaller);
+}
+
+// A peer may write more than wake-up bytes: one drain reads a bounded
+// amount and says so; the rest stays for the next wake-up.
+TEST(Wake, AFloodIsReportedOnceTheBoundIsSpent) {
+  int waiter = -1;
+  int signaller = -1;
+  ASSERT_EQ(WakeLinkCreate(&waiter, &signaller), 0);
+  const std::vector<uint8_t> block(4096, 1);
+  ASSERT_EQ(send(signaller, block.data(), block.size(), 0), static_cast<ssize_t>(block.size()));
   EXPECT_EQ(WakeLinkDrain(waiter, 2), WakeDrain::kFlooded);
   EXPECT_TRUE(Readable(waiter));
+  int drains = 1;
+  while (WakeLinkDrain(waiter, 2) == WakeDrain::kFlooded) drains++;
+  EXPECT_EQ(drains, 8);
+  EXPECT_FALSE(Readable(waiter));
   close(waiter);
   close(signaller);
 }
@@ -67,6 +82,10 @@ TEST(Wake, AShutDownLinkIsReportedClosed) {
   ASSERT_EQ(WakeLinkCreate(&waiter, &signaller), 0);
   ASSERT_EQ(WakeLinkSignal(signaller), 0);
   ASSERT_EQ(shutdown(signaller, SHUT_WR), 0);
+  // The byte first; the end of the stream at the next wake-up (a shut-down
+  // link stays readable).
+  EXPECT_EQ(WakeLinkDrain(waiter, 4), WakeDrain::kDrained);
+  EXPECT_TRUE(Readable(waiter));
   EXPECT_EQ(WakeLinkDrain(waiter, 4), WakeDrain::kClosed);
   EXPECT_EQ(WakeLinkSignal(signaller), -EPIPE);
   close(waiter);

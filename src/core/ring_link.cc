@@ -1,4 +1,4 @@
-#include "ring_transport.h"
+#include "ring_link.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@ void CloseIfOpen(int fd) {
 
 }  // namespace
 
-RingTransport::~RingTransport() {
+RingLink::~RingLink() {
   // The reader and writer borrow the mappings: drop them first.
   writer_.reset();
   reader_.reset();
@@ -27,12 +27,12 @@ RingTransport::~RingTransport() {
   CloseIfOpen(in_signal_fd_);
 }
 
-int RingTransport::CreateInboundWake() {
+int RingLink::CreateInboundWake() {
   if (in_wake_fd_ >= 0) return 0;
   return WakeLinkCreate(&in_wake_fd_, &in_signal_fd_);
 }
 
-int RingTransport::CreateOutbound(size_t capacity) {
+int RingLink::CreateOutbound(size_t capacity) {
   if (writer_ != nullptr) return -EALREADY;
   int err = CreateInboundWake();
   if (err != 0) return err;
@@ -42,7 +42,7 @@ int RingTransport::CreateOutbound(size_t capacity) {
   return 0;
 }
 
-int RingTransport::DupSetupFds(int* ring_fd, int* wake_fd) const {
+int RingLink::DupSetupFds(int* ring_fd, int* wake_fd) const {
   *ring_fd = fcntl(out_map_.fd(), F_DUPFD_CLOEXEC, 0);
   if (*ring_fd < 0) return -errno;
   *wake_fd = fcntl(in_signal_fd_, F_DUPFD_CLOEXEC, 0);
@@ -55,7 +55,7 @@ int RingTransport::DupSetupFds(int* ring_fd, int* wake_fd) const {
   return 0;
 }
 
-int RingTransport::TakePeerWake(int wake_fd) {
+int RingLink::TakePeerWake(int wake_fd) {
   if (out_wake_fd_ >= 0) {
     CloseIfOpen(wake_fd);
     return -EALREADY;
@@ -75,11 +75,11 @@ int RingTransport::TakePeerWake(int wake_fd) {
   return 0;
 }
 
-size_t RingTransport::max_frame_bytes() const {
+size_t RingLink::max_frame_bytes() const {
   return writer_ == nullptr ? 0 : writer_->max_payload() - kRingMarkSize;
 }
 
-bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t size) {
+bool RingLink::Write(uint64_t socket_mark, const uint8_t* frames, size_t size) {
   if (writer_ == nullptr || size > max_frame_bytes()) return false;
   uint8_t* out = nullptr;
   if (writer_->Reserve(kRingMarkSize + size, &out) != RingStatus::kOk) return false;
@@ -103,7 +103,7 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
   return true;
 }
 
-void RingTransport::WakeReaderIfNeeded() {
+void RingLink::WakeReaderIfNeeded() {
   // Without the peer's link the reader's announcement is left for
   // TakePeerWake: taking it here would lose the wake-up.
   if (!out_dirty_ || out_wake_fd_ < 0) return;
@@ -115,7 +115,7 @@ void RingTransport::WakeReaderIfNeeded() {
   }
 }
 
-int RingTransport::AttachInbound(int ring_fd) {
+int RingLink::AttachInbound(int ring_fd) {
   if (reader_ != nullptr) return -EALREADY;
   // Only the size this version makes: Attach maps (and faults in) the whole
   // ring, which must not be the peer's choice, before the hello included.
@@ -132,7 +132,7 @@ int RingTransport::AttachInbound(int ring_fd) {
   return 0;
 }
 
-bool RingTransport::DrainWake() {
+bool RingLink::DrainWake() {
   if (WakeLinkDrain(in_wake_fd_, kMaxWakeDrainReads) == WakeDrain::kClosed) {
     SetCorrupt("the peer shut down the ring's wake-up link");
     return false;
@@ -144,8 +144,7 @@ bool RingTransport::DrainWake() {
   return true;
 }
 
-RingTransport::ReadStatus RingTransport::Read(uint64_t socket_delivered, const uint8_t** frames,
-                                              size_t* size) {
+RingLink::ReadStatus RingLink::Read(uint64_t socket_delivered, const uint8_t** frames, size_t* size) {
   if (corrupt_reason_ != nullptr) return ReadStatus::kCorrupt;
   const uint8_t* data = nullptr;
   size_t length = 0;
@@ -183,7 +182,7 @@ RingTransport::ReadStatus RingTransport::Read(uint64_t socket_delivered, const u
   return ReadStatus::kRecord;
 }
 
-bool RingTransport::PrepareToSleep() { return reader_->PrepareToSleep(); }
-void RingTransport::DoneSleeping() { reader_->DoneSleeping(); }
+bool RingLink::PrepareToSleep() { return reader_->PrepareToSleep(); }
+void RingLink::DoneSleeping() { reader_->DoneSleeping(); }
 
 }  // namespace procwire

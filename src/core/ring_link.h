@@ -1,4 +1,4 @@
-// RingTransport: the shared-memory half of a channel between two procwire
+// RingLink: the shared-memory half of a channel between two procwire
 // ends on one host (see docs/rings.md and docs/protocol.md, "Rings").
 //
 // Each direction has its own single-producer/single-consumer ring
@@ -31,16 +31,16 @@
 // the set-up frame can carry a copy), our link's two ends (the signalling
 // one kept for wake-ups of our own) and the peer's signalling end. No V8, no
 // libuv: the channel polls inbound_wake_fd() itself. Threading: the channel's thread.
-#ifndef PROCWIRE_BINDING_RING_TRANSPORT_H_
-#define PROCWIRE_BINDING_RING_TRANSPORT_H_
+#ifndef PROCWIRE_CORE_RING_LINK_H_
+#define PROCWIRE_CORE_RING_LINK_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "../core/ring.h"
-#include "../core/wake.h"
+#include "ring.h"
+#include "wake.h"
 
 namespace procwire {
 
@@ -50,7 +50,7 @@ constexpr size_t kChannelRingCapacity = 1024 * 1024;
 // Bytes before the frames in every ring record: the socket mark.
 constexpr size_t kRingMarkSize = 8;
 // In a batch of sends, a sleeping reader is woken early after every this
-// many records (see RingTransport::Write).
+// many records (see RingLink::Write).
 constexpr uint32_t kEarlyWakeRecords = 16;
 // Reads of 256 bytes one wake-up spends emptying its link. An honest writer
 // sends at most one byte per sleep the reader announced.
@@ -61,12 +61,12 @@ constexpr int kMaxWakeDrainReads = 4;
 // comes near it.
 constexpr uint32_t kMaxIdleWakes = 64;
 
-class RingTransport {
+class RingLink {
  public:
-  RingTransport() = default;
-  ~RingTransport();
-  RingTransport(const RingTransport&) = delete;
-  RingTransport& operator=(const RingTransport&) = delete;
+  RingLink() = default;
+  ~RingLink();
+  RingLink(const RingLink&) = delete;
+  RingLink& operator=(const RingLink&) = delete;
 
   // ---- the outbound direction (we write) ----
   // Creates our ring, and our inbound wake-up link unless it exists.
@@ -178,4 +178,4 @@ class RingTransport {
 
 }  // namespace procwire
 
-#endif  // PROCWIRE_BINDING_RING_TRANSPORT_H_
+#endif  // PROCWIRE_CORE_RING_LINK_H_
