@@ -9,7 +9,7 @@ const { makeError, systemError, nodeError } = require('./errors');
 const codec = require('./codec');
 const fastCodec = require('./codec/advanced-fast');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
-const { CMD, CAPABILITIES_VERSION, isInternal } = require('./protocol');
+const { CMD, CAPABILITIES_VERSION, RINGS_VERSION, isInternal } = require('./protocol');
 const { checkHandle, END_REASONS } = require('./transport/contract');
 const { publicStats } = require('./stats');
 const { withCallerFrames, timeoutMessage, settleClosed } = require('./error-context');
@@ -283,7 +283,7 @@ class Channel extends EventEmitter {
     if (this._acceptsPool) this._handle.acceptSegmentPool(MAX_MAPPED_FACTOR * this.segmentPoolMaxBytes);
     if (this._canTakeSegments || this._ringsOffered) {
       const caps = this._ringsOffered
-        ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: 1 }
+        ? { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: this._canTakeSegments, rings: RINGS_VERSION }
         : { cmd: CAPABILITIES, v: CAPABILITIES_VERSION, segments: true };
       if (this._acceptsPool) caps.pool = true;
       this._sendInternal(caps);
@@ -864,7 +864,7 @@ class Channel extends EventEmitter {
       // Rings start once both ends offered them and, on channels that run
       // the hello, the hello is done (until then the gate holds every
       // message).
-      if (message.rings === 1 && this._ringsOffered && !this._ringsStarted) {
+      if (message.rings === RINGS_VERSION && this._ringsOffered && !this._ringsStarted) {
         if (this._ringsMayStart()) this._startRings(); else this._ringsPending = true;
       }
     } else if (message.cmd === SEGMENT_ACK) {
