@@ -177,13 +177,17 @@ function fork(modulePath, args, options) {
     env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
   } else if (mode === 'native') {
     // The child's own process.send is served natively: lib/child-preload.js
-    // runs first (NODE_OPTIONS, restored there) and takes the channel.
+    // takes the channel and restores NODE_OPTIONS. It goes FIRST in
+    // NODE_OPTIONS (Node runs NODE_OPTIONS' --require before the command
+    // line's, and every --require before any --import), so it has scrubbed
+    // its variables before a user's preload can spawn a helper, as Node
+    // removes NODE_CHANNEL_FD before any preload runs.
     env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
     env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
     // Unset when NODE_OPTIONS was unset: the preload then removes it.
     delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
     if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
-    env.NODE_OPTIONS = `${env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ` : ''}--require ${JSON.stringify(PRELOAD)}`;
+    env.NODE_OPTIONS = `--require ${JSON.stringify(PRELOAD)}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
   } else {
     env.PROCWIRE_CHANNEL_FD = String(slot);
     env.PROCWIRE_SERIALIZATION = serialization;
