@@ -6,6 +6,7 @@
 const EventEmitter = require('events');
 const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
+const { kWriteFailed } = require('./write-failure');
 const codec = require('./codec');
 const fastCodec = require('./codec/advanced-fast');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
@@ -673,6 +674,10 @@ class Channel extends EventEmitter {
     if (this._state === 'closed') return;
     const written = this._handle.flush();
     if (typeof written === 'string') {
+      // The fork surface reports this as Node's send() does (EPIPE).
+      if (this[kWriteFailed] !== undefined) {
+        this[kWriteFailed](written, typeof this._handle.written === 'function' ? this._handle.written() : this._written);
+      }
       if (this._peerGoneWhileReading(written)) return;
       this._finish('peer-closed', null, written);
       return;

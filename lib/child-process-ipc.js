@@ -23,6 +23,7 @@ const util = require('util');
 const v8 = require('v8');
 const { nodeError, makeError } = require('./errors');
 const { binding } = require('./native');
+const { kWriteFailed, writeErrnoException } = require('./write-failure');
 
 // Node retransmits a handle this many times after a NODE_HANDLE_NACK.
 const MAX_HANDLE_RETRANSMISSIONS = 3;
@@ -602,12 +603,31 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 
+  // A send to a peer that has died fails as Node's does (lib/write-failure.js):
+  // the callbacks of what was not written get EPIPE instead of the channel's
+  // close, and sends without a callback make one 'error' (Node makes one per
+  // send; unhandled, the first ends the process either way). plainEnd: the
+  // byte count after the last send without a callback whose errors count.
+  let writeFailure = null;
+  let plainEnd = 0;
+  channel[kWriteFailed] = (errnoName, written) => {
+    if (writeFailure !== null || (errnoName !== 'EPIPE' && errnoName !== 'ECONNRESET')) return;
+    writeFailure = errnoName;
+    if (plainEnd > written) process.nextTick(() => child.emit('error', writeErrnoException(errnoName)));
+  };
+  const nodeFacingSendError = (err) => {
+    if (writeFailure !== null && err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') return writeErrnoException(writeFailure);
+    return nodeFacing(err);
+  };
+
   // options.transfer (procwire's transfer list) rides along Node's options.
   const emitSendError = (err) => child.emit('error', nodeFacing(err));
   const writeNow = (message, options, callback) => {
     try {
-      return channel._sendPlain(message, callback, options.swallowErrors, emitSendError,
+      const result = channel._sendPlain(message, callback, options.swallowErrors, emitSendError,
         options.transfer !== undefined ? options : undefined);
+      if (callback === undefined && !options.swallowErrors) plainEnd = channel._pushed;
+      return result;
     } catch (err) {
       if (err && err.code === 'ERR_PROCWIRE_UNSERIALIZABLE') {
         throw nodeSerializationError(err, message, channel.serialization);
@@ -636,7 +656,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     if (options === undefined || options === null) options = { swallowErrors: false };
     if (typeof callback === 'function' && !callback[kNodeFacing]) {
       const userCallback = callback;
-      callback = (err) => userCallback(nodeFacing(err));
+      callback = (err) => userCallback(nodeFacingSendError(err));
       callback[kNodeFacing] = true;
     }
     return protocol.send(message, handle, options, callback, writeNow);

@@ -44,3 +44,59 @@ for (const [kind, preload] of [['--require', 'preload-spawner.js'], ['--import',
     assert.strictEqual(underProcwire.message.channel, native ? 'Channel' : underNode.message.channel);
   });
 }
+
+// The JSON lines test/fixtures/dead-peer.js prints in `role`, once its
+// stdout closes (which the orphan of `grandparent` holds open too); `onLine`
+// sees each as it comes.
+function deadPeerRun(args, onLine = () => {}) {
+  const child = childProcess.spawn(process.execPath, [path.join(FIXTURES, 'dead-peer.js'), ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  const events = [];
+  let text = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  child.stdout.on('data', (chunk) => {
+    text += chunk;
+    let newline;
+    while ((newline = text.indexOf('\n')) !== -1) {
+      const event = JSON.parse(text.slice(0, newline));
+      text = text.slice(newline + 1);
+      events.push(event);
+      onLine(event, child);
+    }
+  });
+  const closed = new Promise((resolve) => child.stdout.once('close', resolve));
+  return withTimeout(closed, 40000, `dead-peer.js ${args.join(' ')}`)
+    .then(() => ({ events, stderr }))
+    .finally(() => child.kill('SIGKILL'));
+}
+
+for (const childMode of ['native', 'node']) {
+  for (const cb of ['cb', 'nocb']) {
+    test(`send() from the parent to a dead ${childMode} child (${cb}) fails with EPIPE as Node's`, TIMEOUT, async () => {
+      const underNode = await deadPeerRun(['parent', 'node', cb]);
+      const underProcwire = await deadPeerRun(['parent', 'procwire', cb, childMode]);
+      assert.deepStrictEqual(underProcwire.events, underNode.events);
+      const epipe = { message: 'write EPIPE', code: 'EPIPE', errno: -32, syscall: 'write' };
+      if (cb === 'cb') {
+        assert.deepStrictEqual(underNode.events.find((e) => e.event === 'callback'), { event: 'callback', err: epipe });
+      } else {
+        // Unhandled 'error': the parent exits 1, with Node's error.
+        assert.deepStrictEqual(underNode.events.at(-1), { event: 'parent-exit', code: 1 });
+        assert.match(underProcwire.stderr, /Error: write EPIPE/);
+        assert.match(underProcwire.stderr, /code: 'EPIPE'/);
+      }
+    });
+
+    test(`send() from a ${childMode} child whose parent was SIGKILLed (${cb}) fails with EPIPE as Node's`, TIMEOUT, async () => {
+      const killOnReady = (event, child) => { if (event.event === 'ready') child.kill('SIGKILL'); };
+      const underNode = await deadPeerRun(['grandparent', 'node', cb], killOnReady);
+      const underProcwire = await deadPeerRun(['grandparent', 'procwire', cb, childMode], killOnReady);
+      const withoutPid = (events) => events.map((e) => (e.event === 'ready' ? { event: 'ready' } : e));
+      assert.deepStrictEqual(withoutPid(underProcwire.events), withoutPid(underNode.events));
+      // With nothing handling the error, the child dies at that send, as
+      // a plain Node child does, although an interval holds its loop.
+      assert.deepStrictEqual(underNode.events.at(-1), { event: 'child-exit', code: cb === 'cb' ? 0 : 1 });
+    });
+  }
+}
