@@ -518,6 +518,10 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   // returns false when it found none: that message is kept, as Node keeps
   // it when it asks before emitting.
   let messageListened = null;  // null: ask
+  // Whether the channel hands its user messages to this surface (`consume`)
+  // or keeps them in its bounded backlog (no 'message' listener here).
+  let consumerAttached = true;
+  const consume = (message, handle) => deliver(message, handle, false);
   const emitNow = (event, message, handle) => {
     if (event === 'internalMessage') {
       child.emit(event, message, handle);
@@ -527,6 +531,13 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     if (messageListened && child.emit(event, message, handle) !== false) return;
     messageListened = false;
     pendingMessages.push([event, message, handle]);
+    // Until a listener comes, the channel keeps what it reads next in its
+    // own backlog, which stops reading at its bound (10,000 messages or
+    // 64 MiB) and drops nothing; here waits at most what was read before.
+    if (consumerAttached) {
+      consumerAttached = false;
+      channel._setConsumer(null);
+    }
   };
   // Like Node: a message is emitted on a later tick than the read that
   // brought it, in order, and kept until a 'message' listener exists;
@@ -580,13 +591,27 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   child.on('newListener', () => {
     messageListened = null;
     process.nextTick(() => {
-      if (!child.channel || child.listenerCount('message') === 0 || pendingMessages.length === 0) return;
+      if (!child.channel || child.listenerCount('message') === 0) return;
       const list = pendingMessages.splice(0);
       for (const args of list) child.emit(...args);
+      // Then the channel's backlog, behind them (drained on a later tick).
+      if (!consumerAttached && pendingMessages.length === 0 && child.listenerCount('message') > 0) {
+        consumerAttached = true;
+        channel._setConsumer(consume);
+      }
     });
   });
 
-  const protocol = new HandleProtocol(channel, child, deliver);
+  // A message with a handle queues behind the channel's backlog while that
+  // holds messages, so it never overtakes the ones read before it.
+  const deliverHandled = (message, handle, internal) => {
+    if (!internal && child.channel && (!consumerAttached || channel._backlog.length > 0)) {
+      channel._deliverWithHandle(message, handle, false);
+    } else {
+      deliver(message, handle, internal);
+    }
+  };
+  const protocol = new HandleProtocol(channel, child, deliverHandled);
   // One handle protocol per connection, since one NODE_HANDLE at a time may
   // wait for its answer: the channel's own sends with a handle
   // (child.channel.send(message, socket)) go through this one too, and
@@ -599,7 +624,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     handleHook(message, fd);
     deliver(message, undefined, true);
   };
-  channel._setConsumer((message) => deliver(message, undefined, false));
+  channel._setConsumer(consume);
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
 

@@ -100,3 +100,57 @@ for (const childMode of ['native', 'node']) {
     });
   }
 }
+
+// Messages wait for a 'message' listener within the channel's backlog bound
+// (10,000 messages or 64 MiB; reading stops, nothing is dropped). The wake-up
+// that crosses it still delivers what it read (up to 32 reads, 8 MiB): some
+// 34,000 of these tiny messages at most here. Before the fix all were read.
+const BACKLOG_BOUND = 10000;
+const HELD_SLACK = 50000;
+const FLOOD = 200000;
+
+// Polls `read()` until it reaches `total` or has stopped, past the bound,
+// for half a second -> the count then.
+async function whereReadingStops(read, total) {
+  let last = -1;
+  let still = 0;
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const now = read();
+    still = now === last ? still + 1 : 0;
+    last = now;
+    if (now >= total || (now >= BACKLOG_BOUND && still >= 10)) return now;
+    if (Date.now() > deadline) throw new Error(`reading neither stopped nor finished (${now} read)`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+for (const childMode of ['native', 'node']) {
+  test(`a ${childMode} child's messages wait for the parent's 'message' listener within the backlog bound`, TIMEOUT, async (t) => {
+    const child = procwire.fork(path.join(FIXTURES, 'backlog.js'), ['flood', String(FLOOD)], { child: childMode });
+    t.after(() => child.kill('SIGKILL'));
+    const held = await whereReadingStops(() => child.channel.stats().messagesIn, FLOOD);
+    assert.ok(held < BACKLOG_BOUND + HELD_SLACK, `${held} messages read with no listener`);
+    let next = 0;
+    await withTimeout(new Promise((resolve, reject) => {
+      child.on('message', (m) => {
+        if (m !== next) reject(new Error(`message ${m} came as number ${next}`));
+        if (++next === FLOOD) resolve();
+      });
+    }), 40000, `all ${FLOOD} messages`);
+    child.send('done');
+  });
+}
+
+test("messages to a 'native' child wait for its 'message' listener within the backlog bound", TIMEOUT, async (t) => {
+  const child = procwire.fork(path.join(FIXTURES, 'backlog.js'), ['hold', String(FLOOD)], { child: 'native' });
+  t.after(() => child.kill('SIGKILL'));
+  const reports = [];
+  child.on('message', (m) => reports.push(m));
+  await withTimeout(new Promise((resolve) => child.once('message', resolve)), 20000, 'ready');
+  for (let i = 0; i < FLOOD; i++) child.send(i);
+  await withTimeout(new Promise((resolve) => child.once('message', resolve)), 40000, 'the report');
+  const report = reports.at(-1);
+  assert.deepStrictEqual({ ...report, heldRead: undefined }, { heldRead: undefined, received: FLOOD, inOrder: true });
+  assert.ok(report.heldRead < BACKLOG_BOUND + HELD_SLACK, `${report.heldRead} messages read with no listener`);
+});
