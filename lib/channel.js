@@ -112,6 +112,15 @@ function flushAtExit() {
   }
 }
 
+// A value nested too deeply for the serializer's recursion (V8's and
+// JSON's both overflow the stack, about 10,000 levels on a default stack)
+// fails send() with procwire's code, the RangeError as its cause; nothing
+// of it was queued, so the channel goes on.
+function tooDeep(err) {
+  if (!(err instanceof RangeError) || err.code !== undefined) return err;
+  return makeError('ERR_PROCWIRE_UNSERIALIZABLE', `the message cannot be serialized: ${err.message}`, err);
+}
+
 class Channel extends EventEmitter {
   // Internal: made by fork(), listen() and connect(), never by users.
   // fd: a connected (or connecting) non-blocking stream socket this channel now owns.
@@ -989,6 +998,8 @@ class Channel extends EventEmitter {
     this._writesEncoding++;
     try {
       return this._writeEncoding(message);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this._writesEncoding--;
     }
@@ -1001,6 +1012,8 @@ class Channel extends EventEmitter {
     this._writesEncoding++;
     try {
       return this._handle[method](a, b, c);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this._writesEncoding--;
     }
