@@ -52,15 +52,20 @@ function validatedModulePath(modulePath) {
 // child runs another binary (whose ABI the addon may not match), and under
 // the permission model (which refuses addons unless allowed, and may refuse
 // reading the preload).
+// A child started with --expose-internals may reach Node's own channel handle
+// (process[kChannelHandle], as Node's own tests do), which only Node's IPC
+// sets: it keeps Node's channel too.
 const PERMISSION_FLAG = /(^|\s)--(experimental-)?permission\b/;
+const INTERNALS_FLAG = /(^|\s)--expose[-_]internals\b/;
+const KEEPS_NODE_IPC = [PERMISSION_FLAG, INTERNALS_FLAG];
 function defaultChildMode(options) {
   const { native } = require('./native');
   if (!native) return 'node';
   if (options.execPath !== undefined && options.execPath !== process.execPath) return 'node';
   const execArgv = options.execArgv || process.execArgv;
-  if (execArgv.some((a) => PERMISSION_FLAG.test(a))) return 'node';
+  if (execArgv.some((a) => KEEPS_NODE_IPC.some((flag) => flag.test(a)))) return 'node';
   const env = options.env || process.env;
-  if (typeof env.NODE_OPTIONS === 'string' && PERMISSION_FLAG.test(env.NODE_OPTIONS)) return 'node';
+  if (typeof env.NODE_OPTIONS === 'string' && KEEPS_NODE_IPC.some((flag) => flag.test(env.NODE_OPTIONS))) return 'node';
   return 'native';
 }
 

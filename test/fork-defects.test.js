@@ -154,3 +154,11 @@ test("messages to a 'native' child wait for its 'message' listener within the ba
   assert.deepStrictEqual({ ...report, heldRead: undefined }, { heldRead: undefined, received: FLOOD, inOrder: true });
   assert.ok(report.heldRead < BACKLOG_BOUND + HELD_SLACK, `${report.heldRead} messages read with no listener`);
 });
+
+test("a child started with --expose-internals gets Node's channel handle, as under Node", TIMEOUT, async () => {
+  const options = { execArgv: ['--expose-internals'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] };
+  const underNode = await reportOf(childProcess.fork, 'channel-handle.js', options);
+  const underProcwire = await reportOf(procwire.fork, 'channel-handle.js', options);
+  assert.deepStrictEqual(underNode, { message: { handle: 'object' }, exit: { code: 0, signal: null } });
+  assert.deepStrictEqual(underProcwire, underNode);
+});
