@@ -7,7 +7,6 @@
 // cycles. Real child processes, real segments.
 
 const test = require('node:test');
-const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
 const v8 = require('v8');
