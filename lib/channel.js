@@ -6,6 +6,7 @@
 const EventEmitter = require('events');
 const { binding } = require('./native');
 const { makeError, systemError, nodeError } = require('./errors');
+const { kWriteFailed } = require('./write-failure');
 const codec = require('./codec');
 const fastCodec = require('./codec/advanced-fast');
 const { HandleProtocol, handleType, discardHandle } = require('./child-process-ipc');
@@ -111,6 +112,15 @@ function flushAtExit() {
   for (const channel of sendingChannels) {
     if (channel._flushScheduled) channel._flush();
   }
+}
+
+// A value nested too deeply for the serializer's recursion (V8's and
+// JSON's both overflow the stack, about 10,000 levels on a default stack)
+// fails send() with procwire's code, the RangeError as its cause; nothing
+// of it was queued, so the channel goes on.
+function tooDeep(err) {
+  if (!(err instanceof RangeError) || err.code !== undefined) return err;
+  return makeError('ERR_PROCWIRE_UNSERIALIZABLE', `the message cannot be serialized: ${err.message}`, err);
 }
 
 class Channel extends EventEmitter {
@@ -676,6 +686,10 @@ class Channel extends EventEmitter {
     if (this._state === 'closed') return;
     const written = this._handle.flush();
     if (typeof written === 'string') {
+      // The fork surface reports this as Node's send() does (EPIPE).
+      if (this[kWriteFailed] !== undefined) {
+        this[kWriteFailed](written, typeof this._handle.written === 'function' ? this._handle.written() : this._written);
+      }
       if (this._peerGoneWhileReading(written)) return;
       this._finish('peer-closed', null, written);
       return;
@@ -993,6 +1007,8 @@ class Channel extends EventEmitter {
     this._writesEncoding++;
     try {
       return this._writeEncoding(message);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this._writesEncoding--;
     }
@@ -1005,6 +1021,8 @@ class Channel extends EventEmitter {
     this._writesEncoding++;
     try {
       return this._handle[method](a, b, c);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this._writesEncoding--;
     }

@@ -23,6 +23,7 @@ const util = require('util');
 const v8 = require('v8');
 const { nodeError, makeError } = require('./errors');
 const { binding } = require('./native');
+const { kWriteFailed, writeErrnoException } = require('./write-failure');
 
 // Node retransmits a handle this many times after a NODE_HANDLE_NACK.
 const MAX_HANDLE_RETRANSMISSIONS = 3;
@@ -517,6 +518,18 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   // returns false when it found none: that message is kept, as Node keeps
   // it when it asks before emitting.
   let messageListened = null;  // null: ask
+  // Whether the channel hands its user messages to this surface (`consume`)
+  // or keeps them in its bounded backlog (no 'message' listener here).
+  let consumerAttached = true;
+  // A message the channel's own 'message' listeners take (a driver on
+  // child.channel) has been delivered: it is not also kept for a 'message'
+  // listener the child may get later. Kept, every message of such a channel
+  // stayed in pendingMessages for good, and collecting that growing heap
+  // made the channel run at a third of a named channel's speed.
+  const consume = (message, handle) => {
+    if (handle === undefined && child.listenerCount('message') === 0 && channel.listenerCount('message') > 0) return;
+    deliver(message, handle, false);
+  };
   const emitNow = (event, message, handle) => {
     if (event === 'internalMessage') {
       child.emit(event, message, handle);
@@ -526,6 +539,13 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     if (messageListened && child.emit(event, message, handle) !== false) return;
     messageListened = false;
     pendingMessages.push([event, message, handle]);
+    // Until a listener comes, the channel keeps what it reads next in its
+    // own backlog, which stops reading at its bound (10,000 messages or
+    // 64 MiB) and drops nothing; here waits at most what was read before.
+    if (consumerAttached) {
+      consumerAttached = false;
+      channel._setConsumer(null);
+    }
   };
   // Like Node: a message is emitted on a later tick than the read that
   // brought it, in order, and kept until a 'message' listener exists;
@@ -579,13 +599,27 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   child.on('newListener', () => {
     messageListened = null;
     process.nextTick(() => {
-      if (!child.channel || child.listenerCount('message') === 0 || pendingMessages.length === 0) return;
+      if (!child.channel || child.listenerCount('message') === 0) return;
       const list = pendingMessages.splice(0);
       for (const args of list) child.emit(...args);
+      // Then the channel's backlog, behind them (drained on a later tick).
+      if (!consumerAttached && pendingMessages.length === 0 && child.listenerCount('message') > 0) {
+        consumerAttached = true;
+        channel._setConsumer(consume);
+      }
     });
   });
 
-  const protocol = new HandleProtocol(channel, child, deliver);
+  // A message with a handle queues behind the channel's backlog while that
+  // holds messages, so it never overtakes the ones read before it.
+  const deliverHandled = (message, handle, internal) => {
+    if (!internal && child.channel && (!consumerAttached || channel._backlog.length > 0)) {
+      channel._deliverWithHandle(message, handle, false);
+    } else {
+      deliver(message, handle, internal);
+    }
+  };
+  const protocol = new HandleProtocol(channel, child, deliverHandled);
   // One handle protocol per connection, since one NODE_HANDLE at a time may
   // wait for its answer: the channel's own sends with a handle
   // (child.channel.send(message, socket)) go through this one too, and
@@ -598,24 +632,35 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     handleHook(message, fd);
     deliver(message, undefined, true);
   };
-  // A message the channel's own 'message' listeners take (a driver on
-  // child.channel) has been delivered: it is not also kept for a 'message'
-  // listener the child may get later. Kept, every message of such a channel
-  // stayed in pendingMessages for good, and collecting that growing heap
-  // made the channel run at a third of a named channel's speed (issue 35).
-  channel._setConsumer((message) => {
-    if (child.listenerCount('message') === 0 && channel.listenerCount('message') > 0) return;
-    deliver(message, undefined, false);
-  });
+  channel._setConsumer(consume);
   channel.on('internalMessage', (message) => deliver(message, undefined, true));
   channel._handleAnnounce = (message) => deliver(message, undefined, true);
+
+  // A send to a peer that has died fails as Node's does (lib/write-failure.js):
+  // the callbacks of what was not written get EPIPE instead of the channel's
+  // close, and sends without a callback make one 'error' (Node makes one per
+  // send; unhandled, the first ends the process either way). plainEnd: the
+  // byte count after the last send without a callback whose errors count.
+  let writeFailure = null;
+  let plainEnd = 0;
+  channel[kWriteFailed] = (errnoName, written) => {
+    if (writeFailure !== null || (errnoName !== 'EPIPE' && errnoName !== 'ECONNRESET')) return;
+    writeFailure = errnoName;
+    if (plainEnd > written) process.nextTick(() => child.emit('error', writeErrnoException(errnoName)));
+  };
+  const nodeFacingSendError = (err) => {
+    if (writeFailure !== null && err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') return writeErrnoException(writeFailure);
+    return nodeFacing(err);
+  };
 
   // options.transfer (procwire's transfer list) rides along Node's options.
   const emitSendError = (err) => child.emit('error', nodeFacing(err));
   const writeNow = (message, options, callback) => {
     try {
-      return channel._sendPlain(message, callback, options.swallowErrors, emitSendError,
+      const result = channel._sendPlain(message, callback, options.swallowErrors, emitSendError,
         options.transfer !== undefined ? options : undefined);
+      if (callback === undefined && !options.swallowErrors) plainEnd = channel._pushed;
+      return result;
     } catch (err) {
       if (err && err.code === 'ERR_PROCWIRE_UNSERIALIZABLE') {
         throw nodeSerializationError(err, message, channel.serialization);
@@ -644,7 +689,7 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
     if (options === undefined || options === null) options = { swallowErrors: false };
     if (typeof callback === 'function' && !callback[kNodeFacing]) {
       const userCallback = callback;
-      callback = (err) => userCallback(nodeFacing(err));
+      callback = (err) => userCallback(nodeFacingSendError(err));
       callback[kNodeFacing] = true;
     }
     return protocol.send(message, handle, options, callback, writeNow);
