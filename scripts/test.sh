@@ -66,6 +66,17 @@ for major in $lines; do
   done
 done
 
+# Tools that fork (jest-worker, workerpool, tinypool, mocha --parallel), plain
+# and with procwire/register: once, on Node 20, installs cached in .test-deps/.
+echo "== tool suites: plain against NODE_OPTIONS=--require procwire/register (Node 20) =="
+if timeout --kill-after=10 "${TOOL_SUITES_SECONDS:-900}" bash scripts/tool-suites.sh; then
+  passed=$((passed + 1))
+else
+  echo "✖ tool suites failed or did not finish within ${TOOL_SUITES_SECONDS:-900} s"
+  failed=$((failed + 1))
+  status=1
+fi
+
 echo
 echo "procwire: $passed passed, $failed failed"
 exit $status
