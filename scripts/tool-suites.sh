@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real-use suites of tools that fork (test/tools/*.suite.js: jest-worker,
-# workerpool, tinypool's child_process runtime, mocha --parallel), each run
+# workerpool, tinypool's child_process runtime, mocha --parallel, and
+# Vitest with procwire/vitest's pool), each run
 # plain and with NODE_OPTIONS="--require procwire/register", on this
 # machine's Node only. Fails when a suite fails either way, naming the tests,
 # and in particular when a test that passes plainly fails with the hook.
@@ -14,7 +15,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-pins="jest-worker@30.5.1 workerpool@10.0.3 tinypool@2.2.0 mocha@11.8.0"
+pins="jest-worker@30.5.1 workerpool@10.0.3 tinypool@2.2.0 mocha@11.8.0 vitest@4.1.12"
 deps="$root/.test-deps"
 if [ "$(cat "$deps/.installed" 2>/dev/null)" != "$pins" ]; then
   mkdir -p "$deps"
