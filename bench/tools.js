@@ -70,6 +70,8 @@ function writeSuite(dir, files) {
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "private": true }\n');
   fs.writeFileSync(path.join(dir, 'jest.config.js'), "module.exports = { testEnvironment: 'node', cache: false };\n");
   fs.writeFileSync(path.join(dir, 'vitest.config.mjs'), 'export default { test: { globals: true, include: [\'tests/**/*.test.js\'] } };\n');
+  fs.writeFileSync(path.join(dir, 'vitest.procwire.mjs'), `import { procwire } from ${JSON.stringify(path.join(harness.ROOT, 'vitest.mjs'))};\n` +
+    'export default { test: { globals: true, pool: procwire(), include: [\'tests/**/*.test.js\'] } };\n');
 }
 
 function startupNotes(quick) {
@@ -107,13 +109,15 @@ function runnerNotes(quick, tmp, log) {
     notes.push('jest: not installed in .bench-deps/ (scripts/setup.sh --bench), skipped');
   }
   if (installed('vitest')) {
-    const vitest = (pool) => `"${process.execPath}" "${path.join(DEPS, 'vitest', 'vitest.mjs')}" run --pool ${pool} --maxWorkers 2 --root "${dir}"`;
-    log(`tools: vitest over ${files} files: forks, forks with the hook, threads`);
+    const bin = `"${process.execPath}" "${path.join(DEPS, 'vitest', 'vitest.mjs')}" run --maxWorkers 2 --root "${dir}"`;
+    const vitest = (pool) => (pool === 'procwire' ? `${bin} --config vitest.procwire.mjs` : `${bin} --pool ${pool}`);
+    log(`tools: vitest over ${files} files: forks, forks with the hook, the procwire pool, threads`);
     const forks = timed(vitest('forks'), { hook: false, cwd: dir });
     const hooked = timed(vitest('forks'), { hook: true, cwd: dir });
+    const pool = timed(vitest('procwire'), { hook: false, cwd: dir });
     const threads = timed(vitest('threads'), { hook: false, cwd: dir });
     notes.push(`vitest, ${files} files, 2 workers: forks ${fmt(forks)}; forks with procwire/register ${fmt(hooked)}; ` +
-      `threads ${fmt(threads)}`);
+      `pool: procwire() ${fmt(pool)}; threads ${fmt(threads)}`);
   } else {
     notes.push('vitest: not installed in .bench-deps/ (scripts/setup.sh --bench), skipped');
   }
