@@ -34,7 +34,9 @@ for suite in test/tools/*.suite.js; do
   declare -A outcome=()
   for mode in plain register; do
     options=""
-    [ "$mode" = register ] && options="--require procwire/register"
+    # By path: some suites run their tool in a temporary directory, where
+    # the package name would not resolve (in a project it is installed).
+    [ "$mode" = register ] && options="--require $root/lib/register.js"
     log="$(mktemp)"
     start=$(date +%s)
     NODE_OPTIONS="$options" timeout --kill-after=10 "${TOOL_SUITE_SECONDS:-300}" \

@@ -20,7 +20,7 @@ function toolPath(name) {
 // Whether this run has the hook: its workers must then be forked through
 // procwire, and otherwise not (so a run where the hook silently did nothing
 // fails instead of passing plainly twice).
-const REGISTERED = (process.env.NODE_OPTIONS || '').includes('procwire/register');
+const REGISTERED = /--require\s+\S*register(\.js)?(\s|$)/.test(process.env.NODE_OPTIONS || '');
 
 // What a worker reports about itself: whether procwire's child preload (the
 // native child side a procwire fork adds) runs in it.
