@@ -8,5 +8,10 @@ export interface ProcwirePool {
 }
 
 /** `pool: procwire()`: Vitest's forks worker, forked through procwire. */
-export declare function procwire(options?: { name?: string }): ProcwirePool;
+export declare function procwire(options?: {
+  /** The pool's name (default 'procwire'). */
+  name?: string;
+  /** fork()'s child mode: 'node' (default: a plain worker, the parent's end native) or 'native' (both ends). */
+  child?: 'node' | 'native';
+}): ProcwirePool;
 export default procwire;

@@ -63,8 +63,10 @@ function assertGone(pids) {
   }
 }
 
-test('pool: procwire() runs the suite isolated (a worker per file), through procwire, with execArgv', { timeout: 150_000 }, (t) => {
-  const { dir, marks } = project(t, { files: 8, config: "maxWorkers: 2, execArgv: ['--expose-gc']" });
+test('pool: procwire({ child: \'native\' }) runs the suite isolated (a worker per file), through procwire, with execArgv', { timeout: 150_000 }, (t) => {
+  // The native child mode makes the fork visible in the worker (procwire's
+  // child preload runs there).
+  const { dir, marks } = project(t, { files: 8, config: "maxWorkers: 2, execArgv: ['--expose-gc']", pool: "procwire({ child: 'native' })" });
   const { status, report } = runVitest(dir);
   assert.strictEqual(status, 0);
   assert.deepStrictEqual([report.numTotalTests, report.numPassedTests], [8, 8]);
@@ -80,7 +82,10 @@ test('isolate: false and maxWorkers: 2 reuse at most two workers', { timeout: 15
   const { status, report } = runVitest(dir);
   assert.strictEqual(status, 0);
   assert.strictEqual(report.numPassedTests, 8);
-  const pids = new Set(marksOf(marks).map((m) => m.pid));
+  const seen = marksOf(marks);
+  // The default child mode: a plain worker (only the pool's end is procwire's).
+  assert.ok(seen.every((m) => !m.procwire), JSON.stringify(seen));
+  const pids = new Set(seen.map((m) => m.pid));
   assert.ok(pids.size >= 1 && pids.size <= 2, `${pids.size} workers`);
   assertGone(pids);
 });
