@@ -80,6 +80,9 @@ const MAX_SEGMENT_IDS = 4096;
 // alive for ever. Per channel `requestTimeout`, per request `timeout`; 0: none.
 const DEFAULT_REQUEST_TIMEOUT = 30000;
 const MAX_TIMEOUT = 2 ** 31 - 1;
+// A request timer this late (ms) fired after a blocked loop: replies already
+// received by the kernel are read before the request is called timed out.
+const LATE_LOOP_MS = 20;
 const SEGMENT_ACK = CMD.SEGMENT_ACK;
 // Sent first by an end that can receive shared-memory segments; the other end
 // sends out of line only after it arrives.
@@ -532,8 +535,22 @@ class Channel extends EventEmitter {
     return withCallerFrames(new Promise((resolve, reject) => {
       const entry = { resolve, reject, timer: null, signal, onAbort: null };
       if (timeout > 0) {
+        const deadline = Date.now() + timeout;
         entry.timer = setTimeout(() => {
-          this._settleRequest(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', timeoutMessage(this, timeout)));
+          // A timer that fires late means this process's loop was blocked;
+          // a reply that came meanwhile waits unread in the socket, and is
+          // read in this same loop turn (poll, before setImmediate). Only
+          // then is the peer called silent; the error's loopDelay tells a
+          // late loop from a dead peer.
+          const loopDelay = Math.max(0, Date.now() - deadline);
+          const timedOut = () => {
+            const err = makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', timeoutMessage(this, timeout) +
+              (loopDelay >= LATE_LOOP_MS ? ` (this process's event loop was ${loopDelay} ms late)` : ''));
+            err.loopDelay = loopDelay;
+            this._settleRequest(id, err);
+          };
+          if (loopDelay >= LATE_LOOP_MS) setImmediate(timedOut);
+          else timedOut();
         }, timeout);
         // A pending timer must not be what keeps a process alive on its own;
         // the channel's own ref decides that.

@@ -12,6 +12,7 @@
 const ENV_FD = 'PROCWIRE_NATIVE_CHANNEL_FD';
 const ENV_SERIALIZATION = 'PROCWIRE_NATIVE_SERIALIZATION';
 const ENV_NODE_OPTIONS = 'PROCWIRE_NATIVE_NODE_OPTIONS';
+const ENV_MAX_MESSAGE_SIZE = 'PROCWIRE_NATIVE_MAX_MESSAGE_SIZE';
 
 function setup() {
   const fdText = process.env[ENV_FD];
@@ -19,11 +20,14 @@ function setup() {
   if (fdText === undefined || !isMainThread) return;
   const serialization = process.env[ENV_SERIALIZATION] === 'advanced' ? 'advanced' : 'json';
   const savedOptions = process.env[ENV_NODE_OPTIONS];
+  // The parent's maxMessageSize, when it set one (checked there).
+  const maxMessageSize = process.env[ENV_MAX_MESSAGE_SIZE] === undefined ? undefined : Number(process.env[ENV_MAX_MESSAGE_SIZE]);
   if (savedOptions === undefined) delete process.env.NODE_OPTIONS;
   else process.env.NODE_OPTIONS = savedOptions;
   delete process.env[ENV_FD];
   delete process.env[ENV_SERIALIZATION];
   delete process.env[ENV_NODE_OPTIONS];
+  delete process.env[ENV_MAX_MESSAGE_SIZE];
   const fd = Number(fdText);
   if (!Number.isInteger(fd) || fd < 0 || typeof process.send === 'function') return;
   const { binding } = require('./native');
@@ -32,6 +36,7 @@ function setup() {
   binding.setBlocking(fd, false);
   const channel = new Channel(fd, {
     __proto__: null, serialization, transport: 'fork', peer: { pid: process.ppid }, segments: serialization === 'advanced',
+    ...(Number.isInteger(maxMessageSize) && maxMessageSize > 0 ? { maxMessageSize } : {}),
   });
   setupChildProcess(process, channel, {
     legacyChannelAlias: Number(process.versions.node.split('.')[0]) < 26, childSide: true,
@@ -40,4 +45,4 @@ function setup() {
 
 setup();
 
-module.exports = { ENV_FD, ENV_SERIALIZATION, ENV_NODE_OPTIONS };
+module.exports = { ENV_FD, ENV_SERIALIZATION, ENV_NODE_OPTIONS, ENV_MAX_MESSAGE_SIZE };

@@ -170,6 +170,7 @@ function fork(modulePath, args, options) {
   delete env.PROCWIRE_CHANNEL_FD;
   delete env.PROCWIRE_SERIALIZATION;
   delete env.PROCWIRE_NATIVE_CHANNEL_FD;
+  delete env.PROCWIRE_NATIVE_MAX_MESSAGE_SIZE;
   // A cluster worker sets up Node's IPC before any preload runs, so it keeps
   // Node's channel (mode 'node').
   const mode = childMode === 'native' && env.NODE_UNIQUE_ID !== undefined ? 'node' : childMode;
@@ -191,6 +192,9 @@ function fork(modulePath, args, options) {
     // removes NODE_CHANNEL_FD before any preload runs.
     env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
     env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
+    // The child's end refuses to send what the parent's end would refuse to
+    // read, and no less.
+    if (options.maxMessageSize !== undefined) env.PROCWIRE_NATIVE_MAX_MESSAGE_SIZE = String(options.maxMessageSize);
     // Unset when NODE_OPTIONS was unset: the preload then removes it.
     delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
     if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;

@@ -61,3 +61,17 @@ if [ "$bench" = 1 ] && [ "$bench_peers_missing" = 1 ]; then
   npm install --prefix "$root/.bench-deps" --no-audit --no-fund --no-package-lock "${BENCH_PEERS[@]}" >/dev/null ||
     echo "setup: could not install ${BENCH_PEERS[*]}; the bench skips the rows that need them" >&2
 fi
+
+# The tools bench/tools.js runs (plain against procwire/register), pinned,
+# installed once into the same private prefix; a failure costs their rows.
+BENCH_TOOLS=(jest-worker@30.5.1 workerpool@10.0.3 tinypool@2.2.0 jest@30.5.1 vitest@4.1.12)
+if [ "$bench" = 1 ] && [ "$(cat "$root/.bench-deps/.tools" 2>/dev/null)" != "${BENCH_TOOLS[*]}" ]; then
+  mkdir -p "$root/.bench-deps"
+  [ -f "$root/.bench-deps/package.json" ] || echo '{"private": true}' > "$root/.bench-deps/package.json"
+  echo "setup: installing the tools bench's tools (${BENCH_TOOLS[*]}) into .bench-deps/"
+  if npm install --prefix "$root/.bench-deps" --no-audit --no-fund --no-package-lock "${BENCH_TOOLS[@]}" >/dev/null; then
+    echo "${BENCH_TOOLS[*]}" > "$root/.bench-deps/.tools"
+  else
+    echo "setup: could not install ${BENCH_TOOLS[*]}; the tools bench skips their rows" >&2
+  fi
+fi

@@ -107,6 +107,17 @@ if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 fi
 [ "$rc" = 0 ] || status=1
 
+# Tools that fork (jest-worker, workerpool, tinypool, mocha --parallel), plain
+# and with procwire/register: once, on Node 20, installs cached in .test-deps/.
+echo "== tool suites: plain against NODE_OPTIONS=--require procwire/register (Node 20) =="
+if timeout --kill-after=10 "${TOOL_SUITES_SECONDS:-900}" bash scripts/tool-suites.sh; then
+  passed=$((passed + 1))
+else
+  echo "✖ tool suites failed or did not finish within ${TOOL_SUITES_SECONDS:-900} s"
+  failed=$((failed + 1))
+  status=1
+fi
+
 echo
 echo "procwire: $passed passed, $failed failed"
 exit $status

@@ -12,15 +12,16 @@ const harness = require('./harness');
 // repeat runs only while the suite's share lasts (a loaded machine gets
 // fewer repeats, not a longer run). A new suite adds one entry here.
 const REGISTRY = [
-  { name: 'codec', quickSeconds: 7 },
-  { name: 'roundtrip', quickSeconds: 20 },
+  { name: 'codec', quickSeconds: 6 },
+  { name: 'roundtrip', quickSeconds: 18 },
   { name: 'parity', quickSeconds: 7 },
-  { name: 'fork-vs-named', quickSeconds: 8 },
-  { name: 'master-worker', quickSeconds: 8 },
-  { name: 'latency', quickSeconds: 8 },
-  { name: 'bulk', quickSeconds: 7 },
-  { name: 'cluster-http', quickSeconds: 7 },
+  { name: 'fork-vs-named', quickSeconds: 7 },
+  { name: 'master-worker', quickSeconds: 7 },
+  { name: 'latency', quickSeconds: 7 },
+  { name: 'bulk', quickSeconds: 6 },
+  { name: 'cluster-http', quickSeconds: 6 },
   { name: 'pool', quickSeconds: 8 },
+  { name: 'tools', quickSeconds: 8 },
 ];
 const SUITES = REGISTRY.map((s) => s.name);
 
@@ -253,7 +254,7 @@ async function benchCommand(argv) {
 function usage() {
   return [
     'usage:',
-    '  procwire bench [--quick] [--suite codec,roundtrip,parity,fork-vs-named,master-worker,latency,bulk,cluster-http] [--out dir] [--repeats n]',
+    '  procwire bench [--quick] [--suite codec,roundtrip,parity,fork-vs-named,master-worker,latency,bulk,cluster-http,pool,tools] [--out dir] [--repeats n]',
     '                 [--workers n] [--concurrency n]',
     '      runs the suites (default: all, full grid; --quick: under 90 s, fewer sizes and repeats) and writes',
     '      <out or bench-results/YYYY-MM-DD>/results.json, results.md and one SVG per suite',

@@ -1,0 +1,39 @@
+'use strict';
+// Shared by the real-use suites of tools that fork (test/tools/*.suite.js),
+// which scripts/tool-suites.sh runs plain and with
+// NODE_OPTIONS="--require procwire/register". The tools come from the
+// private prefix .test-deps/ that script installs; their published packages
+// ship no tests of their own, so these suites use each tool as its users do.
+
+const path = require('path');
+
+const DEPS = path.join(__dirname, '..', '..', '.test-deps', 'node_modules');
+
+function tool(name) {
+  return require(path.join(DEPS, name));
+}
+
+function toolPath(name) {
+  return path.join(DEPS, name);
+}
+
+// Whether this run has the hook: its workers must then be forked through
+// procwire, and otherwise not (so a run where the hook silently did nothing
+// fails instead of passing plainly twice).
+const REGISTERED = /--require\s+\S*register(\.js)?(\s|$)/.test(process.env.NODE_OPTIONS || '');
+
+// What a worker reports about itself: whether procwire's child preload (the
+// native child side a procwire fork adds) runs in it.
+function forkedByProcwire() {
+  return Object.keys(require.cache).some((f) => f.endsWith(`${path.sep}child-preload.js`));
+}
+
+// Bytes made from `seed`, so both ends can check a payload without sending
+// its checksum separately.
+function payload(size, seed) {
+  const buf = Buffer.alloc(size);
+  for (let i = 0; i < size; i++) buf[i] = (i * 31 + seed) & 0xff;
+  return buf;
+}
+
+module.exports = { tool, toolPath, REGISTERED, forkedByProcwire, payload };

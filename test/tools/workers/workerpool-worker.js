@@ -1,0 +1,5 @@
+'use strict';
+// A workerpool process worker offering the shared tasks.
+const { tool } = require('../helpers');
+
+tool('workerpool').worker(require('./tasks'));

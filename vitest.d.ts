@@ -1,0 +1,17 @@
+// procwire/vitest: a pool for Vitest 4's custom pool API (see docs/adoption.md).
+// Typed structurally, so procwire needs no Vitest types installed.
+
+/** What Vitest's `test.pool` option takes for a custom pool. */
+export interface ProcwirePool {
+  readonly name: string;
+  createPoolWorker: (options: any) => any;
+}
+
+/** `pool: procwire()`: Vitest's forks worker, forked through procwire. */
+export declare function procwire(options?: {
+  /** The pool's name (default 'procwire'). */
+  name?: string;
+  /** fork()'s child mode: 'node' (default: a plain worker, the parent's end native) or 'native' (both ends). */
+  child?: 'node' | 'native';
+}): ProcwirePool;
+export default procwire;
