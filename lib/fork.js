@@ -19,7 +19,7 @@ const { binding } = require('./native');
 const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
 const { invalidArg } = require('./validate');
-const { setupChildProcess } = require('./child-process-ipc');
+const { setupChildProcess } = require('./child-process');
 
 const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');

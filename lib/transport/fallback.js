@@ -21,7 +21,7 @@ const crypto = require('crypto');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { invalidArg } = require('../validate');
-const auth = require('../auth');
+const auth = require('../security');
 const { JsStreamHandle } = require('../fallback/binding');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const {

@@ -33,6 +33,7 @@
 // failed connection may be lost.
 
 const { Channel } = require('../channel');
+const { serializeError } = require('../channel/requests');
 const codecs = require('../codec');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize, validateSerialization } = require('../validate');
@@ -190,11 +191,6 @@ function headersWith(key, value) {
   return h;
 }
 
-function serializeError(err) {
-  if (err instanceof Error) return { name: err.name, message: err.message, code: err.code, stack: err.stack };
-  return { name: 'Error', message: String(err) };
-}
-
 // ---- the handle: NativeChannel's interface over NATS --------------------------
 
 class NatsHandle {
@@ -210,7 +206,6 @@ class NatsHandle {
     this._peerTimeout = options.peerTimeout;
     this.capabilities = CAPABILITIES;
     this._cb = null;
-    this.owner = null;
     this._closed = false;
     this._peerGone = false;
     this._reading = true;
@@ -429,7 +424,7 @@ class NatsHandle {
       if (this._outbox.length > 0) this.flush();
       else this._ack();
     }
-    if (this.owner) this.owner.emit('status', status);
+    if (this._cb !== null) this._cb.onstatus(status);
   }
 
   _linkClosed(err) {
@@ -811,8 +806,4 @@ async function connect(target, options) {
   return channel;
 }
 
-function isNatsTarget(target) {
-  return typeof target === 'string' && /^nats:\/\//i.test(target);
-}
-
-module.exports = { listen, connect, isNatsTarget, NatsChannel, NatsServer };
+module.exports = { listen, connect, NatsChannel, NatsServer };

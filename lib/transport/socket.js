@@ -13,7 +13,7 @@ const { binding } = require('../native');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
-const auth = require('../auth');
+const auth = require('../security');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 

@@ -23,6 +23,10 @@ const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../stats');
 const { END_REASONS } = require('./end-reasons');
 
+// What a stream handle can do beyond the required methods
+// (lib/transport/contract.js): a lowered read limit, and its descriptor.
+const STREAM_CAPABILITIES = Object.freeze({ readLimit: true, fd: true });
+
 // The errno name of a stream error: Node's system errors carry it in code.
 function errnoNameOf(err) {
   return err && typeof err.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : 'EIO';
@@ -51,6 +55,7 @@ class StreamHandle {
   //   fd             what fd() reports (default the stream's descriptor)
   constructor(stream, callbacks, options = {}) {
     this._cb = callbacks;
+    this.capabilities = STREAM_CAPABILITIES;
     this._format = options.format !== undefined ? options.format
       : (FORMATS[options.serialization === undefined ? 'advanced' : options.serialization] || {}).id;
     if (formatById(this._format).id !== this._format) throw new TypeError('unknown serialization');
