@@ -25,8 +25,8 @@ const DEFAULT_MAX_CONCURRENT_REQUESTS = 1024;
 const MAX_WAITING_REQUESTS = 1024;
 // From this many bytes a view goes through shared memory rather than the
 // socket (procwire peers on unix sockets): below it the memfd set-up costs
-// more than copying the bytes through the socket (bench/latency.js; the
-// measured crossover is in docs/benchmarks.md).
+// more than copying the bytes through the socket (bench/latency.js measures
+// the crossover).
 const DEFAULT_OUT_OF_LINE_THRESHOLD = 256 * 1024;
 // Segments sent but not yet acknowledged by the peer: past this, send()
 // returns false (their bytes count towards highWaterMark and maxQueuedBytes

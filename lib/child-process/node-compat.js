@@ -7,13 +7,12 @@ const util = require('util');
 const v8 = require('v8');
 const { nodeError } = require('../errors');
 
-
-// Node's checks on send(message, handle, options, callback), shared by the
-// ChildProcess and Channel surfaces. Returns the normalised arguments.
 // The options of send(message) without any: Node's defaults, shared and
 // frozen (nothing downstream writes to options).
 const DEFAULT_SEND_OPTIONS = Object.freeze({ swallowErrors: false });
 
+// Node's checks on send(message, handle, options, callback) -> the
+// normalised [handle, options, callback].
 function normalizeSendArgs(handle, options, callback) {
   if (typeof handle === 'function') {
     callback = handle;
