@@ -302,7 +302,7 @@ class Channel extends EventEmitter {
     });
   }
 
-  // ---- for lib/auth.js ----------------------------------------------------
+  // ---- for lib/security/ ----------------------------------------------------
 
   // The largest payload the handle accepts from now on (the hello runs under
   // a small one). false: a frame already buffered is over it, and the

@@ -55,7 +55,7 @@ class Control {
   constructor(host) {
     this.host = host;
     // (message, fd): the handle protocol's, for NODE_HANDLE and its answers
-    // (lib/child-process-ipc.js sets it), or null.
+    // (lib/child-process/handle-protocol.js sets it), or null.
     this.handleHook = null;
   }
 

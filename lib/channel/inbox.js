@@ -1,6 +1,6 @@
 'use strict';
 // Inbox: where a Channel's user messages go. To the consumer (the
-// ChildProcess surface, lib/child-process-ipc.js) and then 'message'
+// ChildProcess surface, lib/child-process/) and then 'message'
 // listeners; while neither listens they wait in a backlog bounded by count
 // and bytes, and past the bound reading stops until someone listens.
 

@@ -55,7 +55,7 @@ class Reader {
     this.host = host;
     this.handle = handle;
     // While set (during the hello), every message goes here and nowhere
-    // else: see lib/auth.js.
+    // else: see lib/security/handshake.js.
     this.gate = null;
     // Small frames the addon left to JavaScript that failed to decode.
     this.decodeErrorsInJs = 0;

@@ -42,7 +42,7 @@ class RingNegotiation {
     }
   }
 
-  // Called (through the channel) by lib/auth.js once the hello succeeded.
+  // Called (through the channel) by lib/security/handshake.js once the hello succeeded.
   onHelloDone() {
     this.helloDone = true;
     this.maybeStart();

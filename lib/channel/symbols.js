@@ -2,7 +2,7 @@
 // The keys other modules use to reach a Channel's internals (as undici's
 // lib/core/symbols.js): its collaborators and the few calls they make back
 // into it. Nothing outside lib/channel/ reads an underscore field of a
-// Channel; lib/child-process-ipc.js, lib/auth.js and tests that need more
+// Channel; lib/child-process/, lib/security/ and tests that need more
 // than the public API go through these.
 
 module.exports = {
@@ -20,7 +20,7 @@ module.exports = {
   kSegments: Symbol('procwire.segments'),
   kRings: Symbol('procwire.rings'),
   kControl: Symbol('procwire.control'),
-  // The handle protocol (lib/child-process-ipc.js) when the channel takes handles.
+  // The handle protocol (lib/child-process/handle-protocol.js) when the channel takes handles.
   kHandles: Symbol('procwire.handles'),
   // Calls back into the Channel.
   kFinish: Symbol('procwire.finish'),
@@ -30,5 +30,4 @@ module.exports = {
   kSendPlain: Symbol('procwire.sendPlain'),
   kSetReadLimit: Symbol('procwire.setReadLimit'),
   kHelloDone: Symbol('procwire.helloDone'),
-  kMayRead: Symbol('procwire.mayRead'),
 };

@@ -1,8 +1,8 @@
 'use strict';
-// StreamHandle: NativeChannel's interface (see the createHandle comment in
-// lib/channel.js) over any Duplex byte stream: a net.Socket, a
+// StreamHandle: NativeChannel's interface (lib/transport/contract.js) over
+// any Duplex byte stream: a net.Socket, a
 // tls.TLSSocket, or anything that emits 'data' Buffers and accepts write().
-// lib/channel.js drives it exactly as it drives the addon's NativeChannel:
+// lib/channel/ drives it exactly as it drives the addon's NativeChannel:
 //
 //   new Channel(null, { createHandle: (callbacks, { serialization, maxMessageSize }) =>
 //     new StreamHandle(socket, callbacks, { serialization, maxMessageSize }) })
@@ -42,7 +42,7 @@ function reasonOf(err) {
 class StreamHandle {
   // stream: the Duplex, or null when it arrives later through attach() (a
   // connection still being accepted); writes queue until then.
-  // callbacks: { onread, onwrite, onend, onconnect } (lib/channel.js).
+  // callbacks: { onread, onwrite, onend, onconnect } (lib/channel/channel.js).
   // options:
   //   serialization  'advanced' | 'json' (or format: 0 | 1)
   //   maxMessageSize largest payload accepted
