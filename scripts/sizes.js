@@ -23,28 +23,37 @@ function files(dir) {
   return out;
 }
 
-function walk(node, visit) {
+function walk(node, visit, parent) {
   if (node === null || typeof node !== 'object') return;
-  if (typeof node.type === 'string') visit(node);
+  if (typeof node.type === 'string') visit(node, parent);
   for (const key of Object.keys(node)) {
-    if (key === 'parent') continue;
     const value = node[key];
-    if (Array.isArray(value)) for (const v of value) walk(v, visit);
-    else if (value && typeof value === 'object' && typeof value.type === 'string') walk(value, visit);
+    if (Array.isArray(value)) for (const v of value) walk(v, visit, node);
+    else if (value && typeof value === 'object' && typeof value.type === 'string') walk(value, visit, node);
   }
+}
+
+// A function's name: its own, its method's or property's key, or its variable's.
+function nameOf(node, parent) {
+  if (node.id) return node.id.name;
+  if (parent && (parent.type === 'MethodDefinition' || parent.type === 'Property') && parent.key) {
+    return parent.key.name || parent.key.value || `[${parent.key.type}]`;
+  }
+  if (parent && parent.type === 'VariableDeclarator' && parent.id.type === 'Identifier') return parent.id.name;
+  return '(anonymous)';
 }
 
 const rows = [];
 for (const file of files(path.join(root, 'lib'))) {
   const rel = path.relative(root, file);
   const ast = espree.parse(fs.readFileSync(file, 'utf8'), { ecmaVersion: 'latest', sourceType: 'script', loc: true });
-  walk(ast, (node) => {
+  walk(ast, (node, parent) => {
     const lines = node.loc ? node.loc.end.line - node.loc.start.line + 1 : 0;
     if (node.type === 'ClassDeclaration' || node.type === 'ClassExpression') {
       rows.push({ kind: 'class', file: rel, name: node.id ? node.id.name : '(anonymous)', line: node.loc.start.line, lines });
     } else if (node.type === 'FunctionDeclaration' || node.type === 'FunctionExpression' ||
                node.type === 'ArrowFunctionExpression') {
-      rows.push({ kind: 'function', file: rel, name: node.id ? node.id.name : '', line: node.loc.start.line, lines });
+      rows.push({ kind: 'function', file: rel, name: nameOf(node, parent), line: node.loc.start.line, lines });
     }
   });
 }
