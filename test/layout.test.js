@@ -172,3 +172,10 @@ test('lib/channel/ never probes or builds its handle; no module reads a Channel\
     }
   })(path.join(root, 'lib'));
 });
+
+// Issue 30's bounds, measured with a parser (scripts/sizes.js, espree).
+test('no class in lib/ is over 500 lines and no function over 150', () => {
+  const { execFileSync } = require('child_process');
+  const out = execFileSync(process.execPath, [path.join(root, 'scripts', 'sizes.js')], { encoding: 'utf8' });
+  assert.match(out, / 0 over the bounds/, out);
+});
