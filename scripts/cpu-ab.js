@@ -1,12 +1,13 @@
 'use strict';
-// node scripts/cpu-ab.js <procwire checkout> [bytes] [messages]: CPU time
+// node scripts/cpu-ab.js <procwire checkout> [bytes] [messages] [in flight]: CPU time
 // (user + system, parent and child) per round trip of a procwire fork echo
-// with 256 messages in flight, after a warm-up. CPU time, unlike wall time,
+// with 256 (or [in flight]) messages in flight, after a warm-up. CPU time, unlike wall time,
 // barely moves on a loaded machine, so two checkouts can be compared A B A B
 // there (issue 30's speed gate on a shared 2-core machine).
 const root = process.argv[2];
 const bytes = Number(process.argv[3] || 64);
 const total = Number(process.argv[4] || 100000);
+const window = Number(process.argv[5] || 256);
 const procwire = require(root);
 const child = procwire.fork(require('path').join(__dirname, 'cpu-ab-child.js'));
 const msg = { payload: '.'.repeat(bytes) };
@@ -42,9 +43,9 @@ child.on('message', (m) => {
     waitingCpu = false;
     c0.child = m.cpu;
     t0 = process.hrtime.bigint();
-    for (let i = 0; i < 256 && sent < total; i++) { sent++; child.send(msg); }
+    for (let i = 0; i < window && sent < total; i++) { sent++; child.send(msg); }
     return;
   }
   origOn(m);
 });
-for (let i = 0; i < 256 && sent < warm; i++) { sent++; child.send(msg); }
+for (let i = 0; i < window && sent < warm; i++) { sent++; child.send(msg); }
