@@ -221,6 +221,13 @@ const GROUPS = {
     { title: 'procwire channel transports', peers: ['procwire-advanced', 'procwire-unix', 'procwire-tcp', 'procwire-tls', 'nats', 'node-advanced'] },
     { title: 'other IPC between processes', peers: ['procwire-advanced', 'net-unix', 'redis', 'zeromq', 'node26-advanced', 'node-advanced'] },
   ],
+  // One panel per wire format and window, each fork row beside its named row.
+  'fork-vs-named': ['advanced-100', 'advanced-1', 'json-100', 'json-1'].map((k) => {
+    const [format, inFlight] = k.split('-');
+    const ids = [`rings-${inFlight}`, `socket-${inFlight}`].flatMap((r) => [`fork-${format}-${r}`, `named-${format}-${r}`]);
+    if (k === 'advanced-100') ids.push('fork-child-advanced-rings-100');
+    return { title: `${format}, ${inFlight} in flight`, peers: ids };
+  }),
 };
 
 function xmlEscape(s) {

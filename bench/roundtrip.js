@@ -183,7 +183,7 @@ async function plan({ quick, repeats, log, tmp }) {
   };
 }
 
-module.exports = { name: 'roundtrip', inProcess: false, plan, runDriver };
+module.exports = { name: 'roundtrip', inProcess: false, plan, runDriver, measure };
 
 if (require.main === module) {
   if (process.argv[2] === '--driver') harness.driverMain(runDriver);

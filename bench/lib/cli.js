@@ -6,7 +6,7 @@ const os = require('os');
 const path = require('path');
 const harness = require('./harness');
 
-const SUITES = ['codec', 'roundtrip', 'parity', 'master-worker', 'latency', 'bulk', 'cluster-http'];
+const SUITES = ['codec', 'roundtrip', 'parity', 'fork-vs-named', 'master-worker', 'latency', 'bulk', 'cluster-http'];
 
 function procwireVersion() {
   try { return require(path.join(harness.ROOT, 'package.json')).version; } catch { return '?'; }
@@ -228,7 +228,7 @@ async function benchCommand(argv) {
 function usage() {
   return [
     'usage:',
-    '  procwire bench [--quick] [--suite codec,roundtrip,parity,master-worker,latency,bulk,cluster-http] [--out dir] [--repeats n]',
+    '  procwire bench [--quick] [--suite codec,roundtrip,parity,fork-vs-named,master-worker,latency,bulk,cluster-http] [--out dir] [--repeats n]',
     '                 [--workers n] [--concurrency n]',
     '      runs the suites (default: all, full grid; --quick: under 3 minutes) and writes',
     '      <out or bench-results/YYYY-MM-DD>/results.json, results.md and one SVG per suite',
