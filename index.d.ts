@@ -43,7 +43,15 @@ export type ErrorCode =
   | 'ERR_PROCWIRE_OUT_OF_MEMORY'
   | 'ERR_PROCWIRE_FRAME_TRUNCATED'
   | 'ERR_PROCWIRE_PROTOCOL'
-  | 'ERR_PROCWIRE_CLUSTER_LOADED';
+  | 'ERR_PROCWIRE_CLUSTER_LOADED'
+  | 'ERR_PROCWIRE_NO_PARENT'
+  | 'ERR_PROCWIRE_POOL_WORKER_EXITED'
+  | 'ERR_PROCWIRE_POOL_WORKER_START'
+  | 'ERR_PROCWIRE_POOL_QUEUE_FULL'
+  | 'ERR_PROCWIRE_POOL_CLOSED'
+  | 'ERR_PROCWIRE_POOL_NO_HANDLER'
+  | 'ERR_PROCWIRE_TASK_TIMEOUT'
+  | 'ERR_PROCWIRE_TASK_ABORTED';
 
 export interface ProcwireError extends Error {
   readonly code: ErrorCode;
@@ -57,6 +65,19 @@ export interface ProcwireError extends Error {
   remote?: { name: string; message: string; code?: string; stack?: string };
   /** For errors thrown by Framer.push without onError: the chunk's good messages. */
   messages?: unknown[];
+  /**
+   * For ERR_PROCWIRE_CHANNEL_CLOSED (and requests it rejects) on a forked child's channel, and for
+   * ERR_PROCWIRE_POOL_WORKER_EXITED / _WORKER_START (a pool worker): the
+   * child's pid and, once it has exited, its exit code or signal and the last lines of its stderr
+   * when stderr is piped (`silent: true` or `stdio: 'pipe'`).
+   */
+  pid?: number;
+  exitCode?: number | null;
+  signalCode?: NodeJS.Signals | null;
+  stderr?: string;
+  /** For ERR_PROCWIRE_CONNECT_FAILED: the address tried (a socket path, or a TCP host with `port`). */
+  address?: string;
+  port?: number;
 }
 
 type ErrorClass<C extends ErrorCode> = {
@@ -99,7 +120,15 @@ export declare const errors: {
   FrameTruncatedError: ErrorClass<'ERR_PROCWIRE_FRAME_TRUNCATED'>;
   ProtocolError: ErrorClass<'ERR_PROCWIRE_PROTOCOL'>;
   ClusterLoadedError: ErrorClass<'ERR_PROCWIRE_CLUSTER_LOADED'>;
+  NoParentError: ErrorClass<'ERR_PROCWIRE_NO_PARENT'>;
   ProcwireError: new (...args: any[]) => Error;
+  PoolWorkerExitedError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_EXITED'>;
+  PoolWorkerStartError: ErrorClass<'ERR_PROCWIRE_POOL_WORKER_START'>;
+  PoolQueueFullError: ErrorClass<'ERR_PROCWIRE_POOL_QUEUE_FULL'>;
+  PoolClosedError: ErrorClass<'ERR_PROCWIRE_POOL_CLOSED'>;
+  PoolNoHandlerError: ErrorClass<'ERR_PROCWIRE_POOL_NO_HANDLER'>;
+  TaskTimeoutError: ErrorClass<'ERR_PROCWIRE_TASK_TIMEOUT'>;
+  TaskAbortedError: ErrorClass<'ERR_PROCWIRE_TASK_ABORTED'>;
 };
 export declare const codes: ErrorCode[];
 
@@ -237,8 +266,12 @@ export interface RequestOptions {
  * One class for every transport. Made by fork(), listen(), connect() and
  * parent; not constructible from user code (the constructor throws a coded
  * error), but usable with `instanceof` and as a type.
+ *
+ * `In` is what this end receives (messages, and the requests its responder
+ * answers), `Out` what it sends; both default to `any`. A typed channel is a
+ * type only: nothing is checked at run time.
  */
-export declare class Channel extends EventEmitter {
+export declare class Channel<In = any, Out = any> extends EventEmitter {
   private constructor();
   readonly serialization: Serialization;
   readonly maxMessageSize: number;
@@ -254,13 +287,14 @@ export declare class Channel extends EventEmitter {
   readonly closed: boolean;
   readonly writableLength: number;
   readonly writableNeedDrain: boolean;
-  send(message: unknown, callback?: (err: Error | null) => void): boolean;
-  send(message: unknown, options: SendOptions, callback?: (err: Error | null) => void): boolean;
+  send(message: Out, callback?: (err: Error | null) => void): boolean;
+  send(message: Out, options: SendOptions, callback?: (err: Error | null) => void): boolean;
   /** handle: net.Socket, net.Server or dgram.Socket (fork and named unix channels only). */
-  send(message: unknown, handle: SendHandle | null | undefined, callback?: (err: Error | null) => void): boolean;
-  send(message: unknown, handle: SendHandle | null | undefined, options: { keepOpen?: boolean } | undefined, callback?: (err: Error | null) => void): boolean;
-  request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
-  respond(handler: ((value: any, channel: Channel) => unknown) | null): this;
+  send(message: Out, handle: SendHandle | null | undefined, callback?: (err: Error | null) => void): boolean;
+  send(message: Out, handle: SendHandle | null | undefined, options: (SendOptions & { keepOpen?: boolean }) | undefined, callback?: (err: Error | null) => void): boolean;
+  /** Resolves with the peer responder's answer, typed `Res` (the channel's `In` unless given). */
+  request<Res = In>(value: Out, options?: RequestOptions): Promise<Res>;
+  respond(handler: ((value: In, channel: Channel<In, Out>) => unknown) | null): this;
   close(): void;
   destroy(err?: Error): void;
   disconnect(): void;
@@ -271,7 +305,7 @@ export declare class Channel extends EventEmitter {
   stats(): ChannelStats | null;
 
   on(event: 'messageerror', listener: (err: ProcwireError) => void): this;
-  on(event: 'message', listener: (message: any, handle?: SendHandle) => void): this;
+  on(event: 'message', listener: (message: In, handle?: SendHandle) => void): this;
   on(event: 'internalMessage', listener: (message: any, handle?: unknown) => void): this;
   on(event: 'drain' | 'connect' | 'disconnect', listener: () => void): this;
   on(event: 'close', listener: (reason: CloseReason, err?: ProcwireError) => void): this;
@@ -294,29 +328,35 @@ export interface ProcwireForkOptions extends ForkOptions, ChannelOptions {
   child?: 'node' | 'native' | 'procwire';
 }
 
-export interface ProcwireChildProcess extends ChildProcess {
+export interface ProcwireChildProcess<In = any, Out = any> extends ChildProcess {
   /** The procwire Channel (with fd, ref(), unref(), request, stats); null once disconnected, as Node's. */
-  channel: (Channel & { readonly fd: number | undefined }) | null;
+  channel: (Channel<In, Out> & { readonly fd: number | undefined }) | null;
   /** Handles sent but not yet acknowledged, and what waits behind them (Node's). */
   _handleQueue: unknown[] | null;
-  request<T = any>(value: unknown, options?: RequestOptions): Promise<T>;
-  respond(handler: ((value: any, channel: Channel) => unknown) | null): Channel;
+  // child_process's forms, and procwire's options ({ transfer }) beside a handle or null. The
+  // message stays untyped here, as ChildProcess has it; child.channel.send() checks `Out`.
+  send(message: unknown, callback?: (error: Error | null) => void): boolean;
+  send(message: unknown, sendHandle?: SendHandle | null, callback?: (error: Error | null) => void): boolean;
+  send(message: unknown, sendHandle: SendHandle | null | undefined, options: (SendOptions & { keepOpen?: boolean }) | undefined, callback?: (error: Error | null) => void): boolean;
+  send(message: unknown, options: SendOptions, callback?: (error: Error | null) => void): boolean;
+  request<Res = In>(value: Out, options?: RequestOptions): Promise<Res>;
+  respond(handler: ((value: In, channel: Channel<In, Out>) => unknown) | null): Channel<In, Out>;
 }
 
 /**
  * child_process.fork with the parent's end of the channel run natively: same
  * arguments, checks, errors and defaults (serialization 'json'), handles included.
  */
-export declare function fork(modulePath: string | URL | Buffer, args?: readonly string[] | null, options?: ProcwireForkOptions): ProcwireChildProcess;
-export declare function fork(modulePath: string | URL | Buffer, options?: ProcwireForkOptions): ProcwireChildProcess;
+export declare function fork<In = any, Out = any>(modulePath: string | URL | Buffer, args?: readonly string[] | null, options?: ProcwireForkOptions): ProcwireChildProcess<In, Out>;
+export declare function fork<In = any, Out = any>(modulePath: string | URL | Buffer, options?: ProcwireForkOptions): ProcwireChildProcess<In, Out>;
 
 /**
  * Node's cluster module whose primary forks workers through procwire.fork.
  * Read it before anything loads 'cluster' (ERR_PROCWIRE_CLUSTER_LOADED otherwise).
  */
-export declare const cluster: typeof import('node:cluster').default;
+export declare const cluster: import('node:cluster').Cluster;
 /** The same as `cluster`, as a function (the ESM entry exports this one, not `cluster`). */
-export declare function getCluster(): typeof import('node:cluster').default;
+export declare function getCluster(): import('node:cluster').Cluster;
 
 /** A name (private dir), a socket path, { path }, { name, abstract: true }, or { port, host }. */
 export type Address = string | { path: string } | { name: string; abstract?: boolean } | { port: number; host?: string };
@@ -343,16 +383,27 @@ export interface ListenOptions extends ChannelOptions, AuthOptions {
   allowUids?: number[] | '*';
 }
 
-/** What listen() returns; not constructible from user code. */
-export declare class Server extends EventEmitter {
+/** server.address() of a unix socket server. */
+export interface UnixServerAddress { path: string; abstract: boolean }
+/** server.address() of a TCP (or TLS) server, with the real port for `port: 0`. */
+export interface TcpServerAddress { host: string; port: number }
+/** server.address() of a NATS server. */
+export interface NatsServerAddress { servers: string[]; subject: string; queue: string }
+export type ServerAddress = UnixServerAddress | TcpServerAddress | NatsServerAddress;
+
+/**
+ * What listen() returns; not constructible from user code. `A` is what address()
+ * returns: listen() picks it from the address it was given.
+ */
+export declare class Server<A extends ServerAddress = ServerAddress> extends EventEmitter {
   private constructor();
   readonly channels: Set<Channel>;
   /**
    * Resolves once the server listens; rejects with the listen error where binding is
    * asynchronous (a host name, TLS, or any address under the JS fallback).
    */
-  readonly ready: Promise<Server>;
-  address(): { path: string; abstract: boolean } | { host: string; port: number };
+  readonly ready: Promise<Server<A>>;
+  address(): A;
   close(callback?: () => void): this;
   ref(): this;
   unref(): this;
@@ -363,11 +414,15 @@ export declare class Server extends EventEmitter {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
-export declare function listen(address: Address, onChannel?: (channel: Channel) => void): Server;
-export declare function listen(address: Address, options: ListenOptions, onChannel?: (channel: Channel) => void): Server;
-export declare function connect(address: Address, options?: ChannelOptions & AuthOptions): Promise<Channel>;
-export declare function connect(url: `nats://${string}`, options: NatsOptions): Promise<Channel>;
-export declare function listen(url: `nats://${string}`, options: NatsOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function listen(url: `nats://${string}`, options: NatsOptions, onChannel?: (channel: Channel) => void): Server<NatsServerAddress>;
+export declare function listen(address: { port: number; host?: string }, onChannel?: (channel: Channel) => void): Server<TcpServerAddress>;
+export declare function listen(address: { port: number; host?: string }, options: ListenOptions, onChannel?: (channel: Channel) => void): Server<TcpServerAddress>;
+export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
+export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, options: ListenOptions, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
+/** Any address, a nats:// URL in a plain string included. */
+export declare function listen(address: Address, options?: ListenOptions | NatsOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function connect<In = any, Out = any>(url: `nats://${string}`, options: NatsOptions): Promise<Channel<In, Out>>;
+export declare function connect<In = any, Out = any>(address: Address, options?: (ChannelOptions & AuthOptions) | NatsOptions): Promise<Channel<In, Out>>;
 
 /**
  * The child's end of a fork(..., { child: 'procwire' }) channel, or null.
@@ -377,6 +432,12 @@ export declare function listen(url: `nats://${string}`, options: NatsOptions, on
 export declare const parent: Channel | null;
 /** The same as `parent`, as a function (made on first call). */
 export declare function getParent(): Channel | null;
+/**
+ * `parent`, or an ERR_PROCWIRE_NO_PARENT error saying how this process was started and that its
+ * parent must fork it with `{ child: 'procwire' }`. For a child script that needs its parent;
+ * `if (procwire.parent)` stays the way to ask whether there is one.
+ */
+export declare function requireParent<In = any, Out = any>(): Channel<In, Out>;
 /** A Buffer over a shared-memory segment, for zero-copy send(message, { transfer: [buf] }). */
 export declare function alloc(size: number): Buffer;
 /**
@@ -387,3 +448,100 @@ export declare function alloc(size: number): Buffer;
 export declare function release(view: ArrayBuffer | ArrayBufferView): boolean;
 /** true when the native addon is in use. */
 export declare const native: boolean;
+
+/** Options of `new Pool()` (docs/pool.md), with piscina's names where piscina has one. */
+export interface PoolOptions {
+  /** The worker's module: a path (relative to the working directory) or a file: URL. */
+  filename: string | URL;
+  /** Workers forked ahead and kept ready. Default: half the CPUs (at least 1). */
+  minWorkers?: number;
+  /** The most workers at once. Default: the CPUs (at least minWorkers). */
+  maxWorkers?: number;
+  /** ms a worker above minWorkers may stay idle before it exits. Default 10000. */
+  idleTimeout?: number;
+  /** Tasks one worker holds at once. Default 1. */
+  concurrentTasksPerWorker?: number;
+  /** Tasks that may wait; past it run() rejects ERR_PROCWIRE_POOL_QUEUE_FULL. 'auto': maxWorkers². Default Infinity. */
+  maxQueue?: number | 'auto';
+  /** A task's default timeout in ms; 0: none (the default). */
+  timeout?: number;
+  /** ms an aborted or timed-out running task has to stop before its worker is killed. Default 1000. */
+  abortGracePeriod?: number;
+  execArgv?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Default 'advanced' (structured clone, shared memory for large buffers). */
+  serialization?: Serialization;
+  resourceLimits?: { maxOldGenerationSizeMb?: number; maxYoungGenerationSizeMb?: number; stackSizeMb?: number };
+  /** The handler run when a task names none. Default 'default'. */
+  name?: string;
+}
+
+export interface RunOptions {
+  /** The named handler of the worker's module to run. */
+  name?: string;
+  signal?: AbortSignal;
+  /** Buffers handed over, not copied (procwire.alloc() ones without a byte copied). */
+  transfer?: (ArrayBuffer | ArrayBufferView)[];
+  /** ms from run() until the task is rejected with ERR_PROCWIRE_TASK_TIMEOUT; 0: none. */
+  timeout?: number;
+}
+
+export interface PoolHistogram {
+  count: number;
+  min: number;
+  max: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+}
+
+export interface PoolWorkerInfo {
+  pid: number;
+  state: 'starting' | 'ready' | 'retiring' | 'dead';
+  running: number;
+  completed: number;
+}
+
+export interface PoolStats {
+  completed: number;
+  failed: number;
+  cancelled: number;
+  queued: number;
+  running: number;
+  workers: PoolWorkerInfo[];
+  /** ms from a task's dispatch to its result. */
+  runTime: PoolHistogram;
+  /** ms from run() to dispatch. */
+  waitTime: PoolHistogram;
+  /** The share of maxWorkers' time spent with at least one task, 0..1. */
+  utilization: number;
+  /** ms since the pool was made. */
+  duration: number;
+}
+
+/** What Pool.move() returns: a value whose buffers run() (or a worker's result) transfers. */
+export interface Moved<T> {
+  readonly value: T;
+  readonly transfer: (ArrayBuffer | ArrayBufferView)[];
+}
+
+/** A pool of procwire worker processes running one module's handlers (docs/pool.md). */
+export declare class Pool<Task = any, Result = any> extends EventEmitter {
+  constructor(options: PoolOptions);
+  /** Marks a value whose buffers are handed over rather than copied. */
+  static move<T>(value: T, transfer?: (ArrayBuffer | ArrayBufferView)[]): Moved<T>;
+  run(task: Task | Moved<Task>, options?: RunOptions): Promise<Result>;
+  /** Finishes queued and running tasks, then lets the workers go. */
+  close(): Promise<void>;
+  /** Rejects queued and running tasks (ERR_PROCWIRE_POOL_CLOSED) and kills the workers. */
+  destroy(): Promise<void>;
+  stats(): PoolStats;
+  readonly queueSize: number;
+  readonly completed: number;
+  readonly needsDrain: boolean;
+  readonly workers: PoolWorkerInfo[];
+  on(event: 'drain', listener: () => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}

@@ -4,7 +4,7 @@
 // the same driver code, the same window in flight. Only how the channel was
 // made differs: procwire.fork(file, [], { child: 'procwire' }) with the
 // driver on child.channel, or a plain `node` child that connect()s to a name
-// the driver listen()s on. Each pair of rows should read level (issue 35: a
+// the driver listen()s on. Each pair of rows should read level (a
 // fork channel ran at a third of a named one, which no suite compared).
 //
 //   node bench/fork-vs-named.js [--quick]      (or: procwire bench --suite fork-vs-named)
@@ -17,7 +17,7 @@ const { measure } = require('./roundtrip');
 const ECHO = path.join(__dirname, 'peers', 'channel-echo.js');
 const SIZES_FULL = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576];
 // Large enough, and windows long enough, that a per-message cost which grows
-// with the heap (as the one of issue 35 did) shows even in a quick run.
+// with the heap (as the retained-message defect did) shows even in a quick run.
 const SIZES_QUICK = [16384, 65536];
 
 // Every combination the issue asks to be level: wire format, rings on or

@@ -21,14 +21,21 @@ const PEERS = [
   { id: 'procwire-ool', label: 'procwire both sides, out of line (shared memory)' },
   { id: 'procwire-plain-advanced', label: 'procwire parent + plain child (advanced)' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
-  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'node24-advanced', label: 'Node 24 fork IPC, advanced (native codec from 24.19)' },
+  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced (native codec from 26.4)' },
   { id: 'fifo', label: 'C pipe (FIFO) reference' },
 ];
-const QUICK_PEERS = new Set(['procwire-inline', 'procwire-ool', 'node-advanced', 'node26-advanced', 'fifo']);
+const QUICK_PEERS = new Set(['procwire-inline', 'procwire-ool', 'node-advanced', 'node24-advanced', 'node26-advanced', 'fifo']);
 
 function summarize(latNs) {
   const us = latNs.map((v) => v / 1000);
-  return { p50: harness.median(us), p98: harness.percentile(us, 98), n: us.length };
+  // Nearest-rank percentiles of every sample (as HdrHistogram reports them,
+  // without its bucketing): p99.9 needs about 1000 samples to mean more
+  // than the maximum, so `n` is reported beside it.
+  return {
+    p50: harness.median(us), p98: harness.percentile(us, 98), p99: harness.percentile(us, 99),
+    p999: harness.percentile(us, 99.9), n: us.length,
+  };
 }
 
 async function measureSize(t, size, budgetMs, maxIters) {
@@ -74,6 +81,7 @@ async function runDriver(config, tick) {
 async function plan({ quick, repeats, log, tmp }) {
   const sizes = quick ? SIZES_QUICK : SIZES_FULL;
   const node26 = harness.otherNode(26);
+  const node24 = harness.otherNode(24);
   const fifo = buildFifo(tmp);
   if (fifo.skip) log(`  latency: C pipe reference skipped: ${fifo.skip}`);
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
@@ -82,6 +90,10 @@ async function plan({ quick, repeats, log, tmp }) {
     if (p.id === 'node26-advanced') {
       if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
+    }
+    if (p.id === 'node24-advanced') {
+      if (!node24) out.skip = harness.missingNode(24);
+      else out.execPath = node24;
     }
     return out;
   });
@@ -101,6 +113,8 @@ async function plan({ quick, repeats, log, tmp }) {
     metrics: [
       { id: 'p50', label: 'median µs', unit: 'µs', better: 'lower' },
       { id: 'p98', label: 'p98 µs', unit: 'µs', better: 'lower' },
+      { id: 'p99', label: 'p99 µs', unit: 'µs', better: 'lower' },
+      { id: 'p999', label: 'p99.9 µs', unit: 'µs', better: 'lower' },
     ],
     chartMetrics: ['p50', 'p98'],
     peers,

@@ -19,10 +19,11 @@ const PEERS = [
   { id: 'procwire-plain-json', label: 'procwire master + plain children, json' },
   { id: 'node-json', label: 'Node fork IPC, json' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
-  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'node24-advanced', label: 'Node 24 fork IPC, advanced (native codec from 24.19)' },
+  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced (native codec from 26.4)' },
   { id: 'worker-threads', label: 'main thread + worker_threads, postMessage' },
 ];
-const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'procwire-plain-json', 'node-json', 'node-advanced', 'node26-advanced', 'worker-threads']);
+const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-plain-advanced', 'procwire-plain-json', 'node-json', 'node-advanced', 'node24-advanced', 'node26-advanced', 'worker-threads']);
 
 async function measure(workers, c, len, warmMs, windowMs) {
   let pairs = 0;
@@ -77,12 +78,18 @@ async function plan({ quick, repeats, log, args = {} }) {
   const workers = Number(args.workers) || 2;
   const concurrency = Number(args.concurrency) || 4;
   const node26 = harness.otherNode(26);
-  if (!node26) log('  master-worker: Node 26 row skipped: .nodes/26/bin/node not found');
+  const node24 = harness.otherNode(24);
+  if (!node26) log(`  master-worker: Node 26 row skipped: ${harness.missingNode(26)}`);
+  if (!node24) log(`  master-worker: Node 24 row skipped: ${harness.missingNode(24)}`);
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
     const out = { ...p };
     if (p.id === 'node26-advanced') {
       if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
+    }
+    if (p.id === 'node24-advanced') {
+      if (!node24) out.skip = harness.missingNode(24);
+      else out.execPath = node24;
     }
     return out;
   });

@@ -219,7 +219,8 @@ const GROUPS = {
   roundtrip: [
     { title: 'procwire and Node fork IPC, by serialization', peers: ['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'node-advanced', 'node-json'] },
     { title: 'procwire channel transports', peers: ['procwire-advanced', 'procwire-unix', 'procwire-tcp', 'procwire-tls', 'nats', 'node-advanced'] },
-    { title: 'other IPC between processes', peers: ['procwire-advanced', 'net-unix', 'redis', 'zeromq', 'node26-advanced', 'node-advanced'] },
+    { title: 'other IPC between processes', peers: ['procwire-advanced', 'net-unix', 'redis', 'zeromq', 'node-advanced'] },
+    { title: 'Node lines with a native advanced codec', peers: ['procwire-advanced', 'node24-advanced', 'node26-advanced', 'node-advanced'] },
   ],
   // One panel per wire format and window, each fork row beside its named row.
   'fork-vs-named': ['advanced-100', 'advanced-1', 'json-100', 'json-1'].map((k) => {
@@ -312,8 +313,46 @@ function marker(shape, x, y, r, color, fill) {
   return `<circle cx="${c(x)}" cy="${c(y)}" r="${c(r)}" fill="${f}" stroke="${color}" stroke-width="1.4"/>`;
 }
 
-function truncate(text, n) {
-  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+// Legend text at 11 px is about 6 px a character (Helvetica/Arial's
+// average, digits and capitals included): the width a legend line may take
+// in a panel decides how many characters fit on it.
+const LEGEND_CHAR_PX = 6.1;
+const LEGEND_LINE_PX = 15;
+const LEGEND_GAP_PX = 4;
+
+// Splits `text` into lines of at most `n` characters at spaces (a word
+// longer than a line is cut), so a long label or reason wraps inside its
+// own panel instead of running into the next one or being cut short.
+function wrap(text, n) {
+  const lines = [];
+  let line = '';
+  for (const word of String(text).split(/\s+/).filter(Boolean)) {
+    const w = word.length > n ? `${word.slice(0, n - 1)}…` : word;
+    if (line && line.length + 1 + w.length > n) {
+      lines.push(line);
+      line = w;
+    } else {
+      line = line ? `${line} ${w}` : w;
+    }
+  }
+  if (line) lines.push(line);
+  return lines.length ? lines : [''];
+}
+
+// The legend of one peer: its lines of text, and whether it failed or was
+// skipped (then the reason follows the label, on lines of its own).
+function legendEntry(suite, id, maxChars) {
+  const peer = suite.peers.find((p) => p.id === id);
+  const failed = peer.status === 'failed' || (peer.status === 'ok' && !(suite.data && suite.data[id]));
+  const skipped = peer.status === 'skipped';
+  if (failed || skipped) {
+    return { peer, failed, skipped, lines: [...wrap(peer.label, maxChars), ...wrap(`${failed ? 'FAILED' : 'skipped'}: ${peer.reason || 'no result'}`, maxChars)] };
+  }
+  return { peer, failed, skipped, lines: wrap(peer.reason ? `${peer.label} (${peer.reason})` : peer.label, maxChars) };
+}
+
+function legendHeight(entries) {
+  return entries.reduce((h, e) => h + e.lines.length * LEGEND_LINE_PX + LEGEND_GAP_PX, 0);
 }
 
 // A colour and a shape for each peer in each group, distinct within the
@@ -354,8 +393,11 @@ function toSvg(suite) {
   const W = 980;
   const panelW = cols === 1 ? W : W / 2;
   const plot = { left: 78, right: 16, top: 34, height: 230 };
-  const legendRows = Math.max(...groups.map((g) => g.peers.length));
-  const panelH = plot.top + plot.height + 44 + legendRows * 17 + 12;
+  // The legend starts 40 px left of the plot and its text 28 px further;
+  // it may use the panel's width up to a margin before the next panel.
+  const legendChars = Math.floor((panelW - (plot.left - 40) - 28 - 12) / LEGEND_CHAR_PX);
+  const legends = groups.map((g) => g.peers.map((id) => legendEntry(suite, id, legendChars)));
+  const panelH = plot.top + plot.height + 44 + Math.max(...legends.map(legendHeight)) + 12;
   const rows = Math.ceil(groups.length / cols) * metrics.length;
   const headH = 46;
   const H = headH + rows * panelH + 8;
@@ -422,11 +464,13 @@ function toSvg(suite) {
         const bold = id === ref;
         const pts = xs.map((x, k) => [x, sampleRange(suite, id, suite.xs[k], mt.id)]);
         const have = pts.filter(([, r]) => r);
-        // A gap in the line where a point is missing.
+        // A gap in the line where a point is missing. Categories (the
+        // codec's message shapes) are points only: a line between two
+        // unrelated shapes would suggest a trend that is not there.
         let d = '';
         let pen = false;
         for (const [x, r] of pts) {
-          if (!r) { pen = false; continue; }
+          if (!r || suite.categorical) { pen = false; continue; }
           d += `${pen ? 'L' : 'M'}${lx(x).toFixed(1)} ${ly(r.median).toFixed(1)} `;
           pen = true;
         }
@@ -452,24 +496,24 @@ function toSvg(suite) {
       // ones marked as such.
       let ly0 = py + ph + 50;
       const lx0 = px - 40;
-      for (const id of g.peers) {
-        const peer = suite.peers.find((p) => p.id === id);
+      for (const entry of legends[gi]) {
+        const id = entry.peer.id;
         const { color, shape } = style(g, id);
         const bold = id === ref;
-        const failed = peer.status === 'failed' || (peer.status === 'ok' && !(suite.data && suite.data[id]));
-        const skipped = peer.status === 'skipped';
-        if (failed || skipped) {
-          const mark = failed ? '#c00000' : '#777777';
+        let fill = '';
+        if (entry.failed || entry.skipped) {
+          const mark = entry.failed ? '#c00000' : '#777777';
+          fill = ` fill="${mark}"`;
           out.push(`<path d="M${lx0 + 7} ${ly0 - 5} l8 8 M${lx0 + 15} ${ly0 - 5} l-8 8" stroke="${mark}" stroke-width="2"/>`);
-          const why = truncate(`${failed ? 'FAILED' : 'skipped'}: ${peer.reason || 'no result'}`, 70);
-          out.push(`<text x="${lx0 + 28}" y="${ly0 + 4}" font-size="11" fill="${mark}">${xmlEscape(truncate(peer.label, 40))} — ${xmlEscape(why)}</text>`);
         } else {
           out.push(`<line x1="${lx0}" x2="${lx0 + 22}" y1="${ly0}" y2="${ly0}" stroke="${color}" stroke-width="${bold ? 2.8 : 1.6}"/>`);
           out.push(marker(shape, lx0 + 11, ly0, bold ? 4 : 3.2, color, color));
-          const note = peer.reason ? ` (${truncate(peer.reason, 40)})` : '';
-          out.push(`<text x="${lx0 + 28}" y="${ly0 + 4}" font-size="11"${bold ? ' font-weight="bold"' : ''}>${xmlEscape(truncate(peer.label, 60) + note)}</text>`);
         }
-        ly0 += 17;
+        for (const line of entry.lines) {
+          out.push(`<text x="${lx0 + 28}" y="${ly0 + 4}" font-size="11"${fill}${bold ? ' font-weight="bold"' : ''}>${xmlEscape(line)}</text>`);
+          ly0 += LEGEND_LINE_PX;
+        }
+        ly0 += LEGEND_GAP_PX;
       }
     });
   });

@@ -26,7 +26,8 @@ const PEERS = [
   { id: 'procwire-tls', label: 'procwire TCP + TLS loopback' },
   { id: 'node-json', label: 'Node fork IPC, json' },
   { id: 'node-advanced', label: 'Node fork IPC, advanced' },
-  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced' },
+  { id: 'node24-advanced', label: 'Node 24 fork IPC, advanced (native codec from 24.19)' },
+  { id: 'node26-advanced', label: 'Node 26 fork IPC, advanced (native codec from 26.4)' },
   { id: 'worker-threads', label: 'worker_threads postMessage (same process)' },
   { id: 'net-unix', label: 'net unix socket, ndjson' },
   { id: 'net-tcp', label: 'net TCP loopback, ndjson' },
@@ -38,7 +39,7 @@ const PEERS = [
   { id: 'c-ring-pinned', label: 'C reference: shared-memory rings, one CPU', reference: { transport: 'ring', pinned: true } },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-socket', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
-  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node26-advanced', 'worker-threads', 'net-unix', 'redis', 'zeromq', 'nats',
+  'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node24-advanced', 'node26-advanced', 'worker-threads', 'net-unix', 'redis', 'zeromq', 'nats',
   'c-socketpair', 'c-ring']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
@@ -127,6 +128,7 @@ async function runDriver(config, tick) {
 async function plan({ quick, repeats, log, tmp }) {
   const sizes = quick ? SIZES_QUICK : SIZES_FULL;
   const node26 = harness.otherNode(26);
+  const node24 = harness.otherNode(24);
   const { zeromqAvailable, startNats } = require('./lib/transports');
   const zmqSkip = zeromqAvailable();
   const redis = await startRedis(tmp, { log, trackPid: harness.trackPid, untrackPid: harness.untrackPid });
@@ -141,6 +143,7 @@ async function plan({ quick, repeats, log, tmp }) {
   if (zmqSkip) log(`  roundtrip: ZeroMQ skipped: ${zmqSkip}`);
   if (natsServer.skip) log(`  roundtrip: NATS skipped: ${natsServer.skip}`);
   if (!node26) log(`  roundtrip: Node 26 row skipped: ${harness.missingNode(26)}`);
+  if (!node24) log(`  roundtrip: Node 24 row skipped: ${harness.missingNode(24)}`);
   const ring = buildC(tmp, 'ring');
   if (ring.skip) log(`  roundtrip: C references skipped: ${ring.skip}`);
   const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
@@ -153,10 +156,14 @@ async function plan({ quick, repeats, log, tmp }) {
       if (!node26) out.skip = harness.missingNode(26);
       else out.execPath = node26;
     }
+    if (p.id === 'node24-advanced') {
+      if (!node24) out.skip = harness.missingNode(24);
+      else out.execPath = node24;
+    }
     return out;
   });
-  const warmMs = quick ? 60 : 200;
-  const windowMs = quick ? 220 : 1000;
+  const warmMs = quick ? 40 : 200;
+  const windowMs = quick ? 150 : 1000;
   return {
     name: 'roundtrip',
     title: 'Round trips/s by payload (256 in flight, child echoes)',
@@ -165,7 +172,11 @@ async function plan({ quick, repeats, log, tmp }) {
     xs: sizes,
     xLabel: 'payload',
     xUnit: 'bytes',
-    metrics: [{ id: 'rps', label: 'round trips/s', unit: '/s', better: 'higher' }],
+    metrics: [{ id: 'rps', label: 'round trips/s', unit: '/s', better: 'higher' },
+      // The parent's own CPU time per round trip (process.cpuUsage over the
+      // window, all its threads): what a message costs the sending process.
+      { id: 'cpu', label: 'parent CPU µs per round trip', unit: 'µs', better: 'lower' }],
+    chartMetrics: ['rps'],
     peers,
     repeats: repeats || (quick ? 3 : 5),
     ticksPerRun: sizes.length,

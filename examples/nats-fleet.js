@@ -21,7 +21,7 @@ function skip(reason) {
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      const { port } = /** @type {import('net').AddressInfo} */ (s.address());
       s.close(() => resolve(port));
     }).on('error', reject);
   });
@@ -45,7 +45,7 @@ function lineFrom(child, text) {
     let buf = '';
     child.stdout.on('data', (d) => {
       buf += d;
-      if (buf.includes(text)) resolve();
+      if (buf.includes(text)) resolve(undefined);
     });
     child.on('exit', (code) => reject(new Error(`worker exited (${code}) before "${text}"`)));
   });
@@ -85,7 +85,7 @@ async function main() {
     for (const ch of channels) ch.close();
   } finally {
     for (const w of workers) w.kill('SIGTERM');
-    await Promise.all(workers.map((w) => new Promise((r) => (w.exitCode !== null ? r() : w.on('exit', r)))));
+    await Promise.all(workers.map((w) => new Promise((r) => (w.exitCode !== null ? r(undefined) : w.on('exit', r)))));
     server.kill('SIGTERM');
   }
 }

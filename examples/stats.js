@@ -11,7 +11,7 @@ async function main() {
   const child = procwire.fork(path.join(__dirname, 'children', 'echo.js'), { child: 'procwire' });
   const echoed = new Promise((resolve) => {
     let n = 0;
-    child.on('message', () => { if (++n === 1000) resolve(); });
+    child.on('message', () => { if (++n === 1000) resolve(undefined); });
   });
   // 1000 messages from 10 bytes to about 40 KiB, all sent in one tick:
   // procwire gathers them into as few writes as the socket will take.

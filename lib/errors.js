@@ -70,6 +70,22 @@ const CODES = {
     'procwire.cluster was used after Node\'s cluster module had been loaded (its primary then forks with child_process.fork).'],
   ERR_PROCWIRE_PEER_UNREACHABLE: ['PeerUnreachableError', Error,
     'NATS had no subscriber for the peer\'s subject (503 no responders): the peer is gone, or briefly resubscribing after a failover.'],
+  ERR_PROCWIRE_NO_PARENT: ['NoParentError', Error,
+    'requireParent() found no procwire parent: the process was not forked with { child: \'procwire\' } (procwire.parent is null).'],
+  ERR_PROCWIRE_POOL_WORKER_EXITED: ['PoolWorkerExitedError', Error,
+    'A pool worker died (or was killed) while running this task; `pid`, `exitCode`, `signalCode` and `stderr` (its last output) say how. The task was not retried.'],
+  ERR_PROCWIRE_POOL_WORKER_START: ['PoolWorkerStartError', Error,
+    'A pool worker could not start: its module is missing, does not parse, threw while loading, or exports no handler; `cause` holds that error.'],
+  ERR_PROCWIRE_POOL_QUEUE_FULL: ['PoolQueueFullError', RangeError,
+    'The pool\'s queue already holds maxQueue tasks; the task was refused.'],
+  ERR_PROCWIRE_POOL_CLOSED: ['PoolClosedError', Error,
+    'The pool was closed or destroyed: it takes no new task, and destroy() rejects the tasks it still had.'],
+  ERR_PROCWIRE_POOL_NO_HANDLER: ['PoolNoHandlerError', Error,
+    'The pool worker\'s module exports no handler of the task\'s name.'],
+  ERR_PROCWIRE_TASK_TIMEOUT: ['TaskTimeoutError', Error,
+    'A pool task did not finish within its timeout; it was removed from the queue or aborted in its worker.'],
+  ERR_PROCWIRE_TASK_ABORTED: ['TaskAbortedError', Error,
+    'A pool task was aborted through its AbortSignal; it was removed from the queue or aborted in its worker.'],
 };
 
 // Every procwire error is a ProcwireError: `err instanceof ProcwireError` is

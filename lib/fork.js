@@ -18,6 +18,8 @@ const url = require('url');
 const { binding } = require('./native');
 const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
+const { kCloseContext, childCloseContext } = require('./error-context');
+const { debug } = require('./debug');
 const { invalidArg } = require('./validate');
 const { setupChildProcess } = require('./child-process');
 
@@ -218,6 +220,10 @@ function fork(modulePath, args, options) {
     segments: mode !== 'node',
   });
   setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
+  // Requests the child's death rejects say which child, how it ended and
+  // what it last wrote to a piped stderr.
+  channel[kCloseContext] = childCloseContext(child);
+  debug('fork %s: pid %d, child mode %s, %s', modulePath, child.pid, mode, channel.serialization);
   return child;
 }
 

@@ -5,8 +5,6 @@ const codec = require('./codec');
 const { Framer } = require('./framer');
 const { Channel } = require('./channel');
 const { fork, getParent } = require('./fork');
-const { listen, connect } = require('./transport');
-const { Server } = require('./transport/socket');
 const errors = require('./errors');
 const { binding } = require('./native');
 const { validateSize, invalidArg } = require('./validate');
@@ -34,6 +32,17 @@ function release(view) {
   return typeof binding.releaseSegment === 'function' ? binding.releaseSegment(ab) === true : false;
 }
 
+// The listening and connecting side is loaded when first used: a child that
+// only talks to its parent (a pool worker, a procwire child) never pays for
+// it at start-up.
+function listen(...args) {
+  return require('./transport').listen(...args);
+}
+
+function connect(...args) {
+  return require('./transport').connect(...args);
+}
+
 function getCluster() {
   return require('./cluster').loadCluster();
 }
@@ -42,7 +51,9 @@ module.exports = {
   codec,
   Framer,
   Channel,
-  Server,
+  get Server() {
+    return require('./transport/socket').Server;
+  },
   fork,
   listen,
   connect,
@@ -52,15 +63,23 @@ module.exports = {
   codes: Object.keys(errors.CODES),
   native: require('./native').native,
   getParent,
+  requireParent: require('./require-parent').requireParent,
   // Read when asked, not at require time: only a procwire child has one, and
   // making it starts reading the channel.
   get parent() {
-    return getParent();
+    const parent = getParent();
+    if (parent === null) require('./require-parent').noteNullParent();
+    return parent;
   },
   // Node's cluster module, its primary forking through procwire.fork. Read
   // when asked: loading it is what lends cluster procwire's fork.
   getCluster,
   get cluster() {
     return getCluster();
+  },
+  // The process pool (docs/pool.md), loaded when first asked for: a
+  // procwire child or a plain channel user never pays for it.
+  get Pool() {
+    return require('./pool').Pool;
   },
 };

@@ -67,8 +67,8 @@ binding.setup(Buffer, makeError);
 if (!loaded.native) {
   process.emitWarning(
     `procwire is using its pure-JavaScript fallback (${loaded.reason}): same API and wire format, ` +
-    'lower throughput, and no peer uid checks (SO_PEERCRED). Rebuild with `npm rebuild procwire` ' +
-    '(needs a C++ compiler) to get the native addon.',
+    'lower throughput, and no peer uid checks (SO_PEERCRED). Build the native addon from source with ' +
+    '`node node_modules/procwire/scripts/install.js` (needs a C++ compiler, make and Python).',
     { code: 'PROCWIRE_FALLBACK' });
 }
 

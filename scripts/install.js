@@ -1,11 +1,14 @@
 'use strict';
-// npm's install hook. A prebuilt binary for this platform and Node line
+// Builds the addon from source, run by hand (`node
+// node_modules/procwire/scripts/install.js`): the package has no install
+// script, because a prebuilt binary for this platform and Node line
 // (prebuilds/<platform>-<arch>/procwire.abi<ABI>.node, shipped in the
-// package) needs nothing more. Without one that loads, the addon is built
-// from source (node-gyp, a C++ compiler, make and Python); if that cannot
-// be done, the install still succeeds and procwire runs on its
-// pure-JavaScript fallback (procwire.native === false), saying so once at
-// run time.
+// package) is loaded at run time by lib/native.js and needs nothing at
+// install (an install script makes npm 11 warn and pnpm 10 skip it). Where
+// no prebuilt binary loads (musl, old glibc), this builds one (node-gyp, a
+// C++ compiler, make and Python) into build/Release; if that cannot be
+// done, procwire keeps running on its pure-JavaScript fallback
+// (procwire.native === false), saying so once at run time.
 //
 // Whatever happens, the install prints one line: node-gyp's own output goes
 // to a log file, named in that line when the build fails, because forty
@@ -64,11 +67,18 @@ function main() {
     return;
   }
 
-  // npm puts node-gyp on PATH for lifecycle scripts; npm_config_node_gyp
-  // names its script when set.
-  const gypScript = process.env.npm_config_node_gyp;
+  // npm_config_node_gyp names node-gyp's script when npm runs this; run by
+  // hand, the node-gyp npm ships beside this Node is used, else one on PATH.
+  const bundled = path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules',
+    'node-gyp', 'bin', 'node-gyp.js');
+  const gypScript = process.env.npm_config_node_gyp || (fs.existsSync(bundled) ? bundled : undefined);
   const [file, args] = gypScript ? [process.execPath, [gypScript, 'rebuild']] : ['node-gyp', ['rebuild']];
   const verbose = process.env.PROCWIRE_INSTALL_VERBOSE === '1';
+  // The package ships binding.gyp under another name (at its root, npm and
+  // pnpm would take it for an install script to run); node-gyp wants it here.
+  const gyp = path.join(root, 'binding.gyp');
+  const shipped = path.join(__dirname, 'binding.gyp.in');
+  if (!fs.existsSync(gyp) && fs.existsSync(shipped)) fs.copyFileSync(shipped, gyp);
   const r = spawnSync(file, args, {
     cwd: root,
     stdio: verbose ? 'inherit' : 'pipe',

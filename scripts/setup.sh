@@ -43,13 +43,21 @@ if [ ! -f "$root/build/Release/procwire.node" ] || [ ! -d "$root/node_modules" ]
 fi
 
 # Benchmark-only npm peers, pinned here, installed once into .bench-deps/
-# (bench/lib/transports.js resolves them from there). A failure only costs
-# the bench its ZeroMQ row, which then says why it was skipped.
-BENCH_PEERS=(zeromq@6.8.0)
-if [ "$bench" = 1 ] && [ ! -f "$root/.bench-deps/node_modules/zeromq/package.json" ]; then
+# (bench/lib/transports.js and bench/pool.js resolve them from there). A
+# failure only costs the bench those rows, which then say why they were
+# skipped. The pool suite's peers: piscina, tinypool, workerpool, jest-worker.
+BENCH_PEERS=(zeromq@6.8.0 piscina@5.3.2 tinypool@2.2.0 workerpool@10.0.3 jest-worker@30.5.1)
+bench_peers_missing=0
+for peer in "${BENCH_PEERS[@]}"; do
+  name=${peer%@*}
+  version=${peer##*@}
+  installed=$(node -p "try { require('$root/.bench-deps/node_modules/$name/package.json').version } catch { '' }" 2>/dev/null)
+  [ "$installed" = "$version" ] || bench_peers_missing=1
+done
+if [ "$bench" = 1 ] && [ "$bench_peers_missing" = 1 ]; then
   mkdir -p "$root/.bench-deps"
   [ -f "$root/.bench-deps/package.json" ] || echo '{"private": true}' > "$root/.bench-deps/package.json"
   echo "setup: installing benchmark peers (${BENCH_PEERS[*]}) into .bench-deps/"
   npm install --prefix "$root/.bench-deps" --no-audit --no-fund --no-package-lock "${BENCH_PEERS[@]}" >/dev/null ||
-    echo "setup: could not install ${BENCH_PEERS[*]}; the bench skips the ZeroMQ row" >&2
+    echo "setup: could not install ${BENCH_PEERS[*]}; the bench skips the rows that need them" >&2
 fi

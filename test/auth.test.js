@@ -127,7 +127,7 @@ for (const transport of ['named', 'tcp']) {
       serverSide.on('message', (m) => toServer.push(m));
       client.on('message', (m) => toClient.push(m));
       client.send({ from: 'client', n: 3 });
-      await until(() => toServer.length >= 3 && toClient.length >= 1, 5000, 'the messages both ways', 5);
+      await until(() => toServer.length >= 3 && toClient.length >= 1, 30_000, 'the messages both ways', 5);
       assert.deepStrictEqual(toServer, [{ from: 'client', n: 1 }, { from: 'client', n: 2 }, { from: 'client', n: 3 }]);
       assert.deepStrictEqual(toClient, [{ from: 'server', n: 1 }]);
       assert.ok(client.connected && serverSide.connected);
@@ -256,7 +256,7 @@ test('user messages sent right after the client authenticates wait for the serve
   await delay(30);
   const got = [];
   channel.on('message', (m) => got.push(m));
-  await until(() => got.length >= 2, 5000, 'both early messages', 5);
+  await until(() => got.length >= 2, 30_000, 'both early messages', 5);
   assert.deepStrictEqual(got, ['first', 'second']);
 });
 
@@ -493,6 +493,6 @@ test('a key file carries the secret from a server to a client', TIMEOUT, async (
   const client = await procwire.connect(name, { auth: false });
   t.after(() => client.destroy());
   await authenticate(client, { role: 'client', secret: readSecretFile(sock) });
-  await until(() => accepted.length > 0, 5000, 'the accepted channel', 5);
+  await until(() => accepted.length > 0, 30_000, 'the accepted channel', 5);
   await accepted[0].auth;
 });

@@ -310,8 +310,9 @@ test('charts: whiskers from the repeats, failed and skipped rows marked', () => 
   const whiskers = svg.match(/<path d="M[\d.]+ [\d.]+ V[\d.]+ M[\d.]+ [\d.]+ h8 M[\d.]+ [\d.]+ h8"/g) || [];
   assert.strictEqual(whiskers.length, 5);
   assert.match(svg, /peer A, 64 B: 2\.0k \(min 1\.6k, max 2\.6k\)/);
-  assert.match(svg, /peer C — FAILED: child crashed: boom/);
-  assert.match(svg, /peer D — skipped: not installed/);
+  // The peer's label, then why, on a line of its own (wrapped inside the panel).
+  assert.match(svg, />peer C<\/text>\n<text [^>]*fill="#c00000"[^>]*>FAILED: child crashed: boom</);
+  assert.match(svg, />peer D<\/text>\n<text [^>]*fill="#777777"[^>]*>skipped: not installed</);
   // b has no value at 16 KiB: marked on the axis.
   assert.match(svg, /<title>peer B, 16 KiB: no result<\/title>/);
   // The failed row stays in the report's tables too.

@@ -42,7 +42,7 @@ for (const [what, ack] of [['NaN bytes', { n: 1, bytes: NaN }], ['Infinity bytes
     p.serverSide.on('error', () => {});
     const closed = closeOf(p.serverSide);
     p.client[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGACK', ...ack });
-    const [reason, err] = await withTimeout(closed, 5000, 'close');
+    const [reason, err] = await withTimeout(closed, 30_000, 'close');
     assert.strictEqual(reason, 'protocol-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_PROTOCOL');
     assert.ok(err instanceof procwire.errors.ProtocolError);
@@ -165,7 +165,7 @@ test('a frame cut off by the peer closes with reason "truncated" and says how ma
   partial.writeUInt32BE(1000);
   p.client[kWriter].sendRaw(partial);
   p.client.close();
-  const [reason, err] = await withTimeout(closed, 5000, 'close');
+  const [reason, err] = await withTimeout(closed, 30_000, 'close');
   assert.strictEqual(reason, 'truncated');
   assert.strictEqual(err.code, 'ERR_PROCWIRE_FRAME_TRUNCATED');
   assert.match(err.message, /14 bytes/);
@@ -187,7 +187,7 @@ test('connect() to a unix server whose backlog is full rejects with a connect er
   let refused = null;
   for (let i = 0; i < 16 && refused === null; i++) {
     try {
-      const ch = await withTimeout(procwire.connect({ path: file }, { auth: false }), 5000, 'connect settles');
+      const ch = await withTimeout(procwire.connect({ path: file }, { auth: false }), 30_000, 'connect settles');
       ch.on('error', () => {});
       opened.push(ch);
     } catch (err) {
@@ -278,7 +278,7 @@ test(`a procwire child (${what}) that pauses its channel from a message listener
   await sleep(1000);
   assert.strictEqual(child.exitCode, null, 'the paused child exited');
   child.disconnect();
-  const [code] = await withTimeout(once(child, 'exit'), 5000, 'child exits after disconnect');
+  const [code] = await withTimeout(once(child, 'exit'), 30_000, 'child exits after disconnect');
   assert.strictEqual(code, 0);
 });
 }

@@ -169,8 +169,9 @@ test('fragments are few, marked, and parse', { timeout: 60_000 }, (t) => {
       }
     }
     // A block in another language that is really JavaScript must not dodge the test.
+    // (```ts blocks are TypeScript: test/types.test.js compiles each under --strict.)
     for (const b of blocksOf(fs.readFileSync(path.join(root, file), 'utf8'))) {
-      assert.ok(!['javascript', 'node', 'cjs', 'ts'].includes(b.lang), `${file}:${b.line}: use \`\`\`js or \`\`\`mjs`);
+      assert.ok(!['javascript', 'node', 'cjs', 'typescript'].includes(b.lang), `${file}:${b.line}: use \`\`\`js or \`\`\`mjs`);
     }
   }
   t.diagnostic(`${fragments} fragments of ${total} js blocks`);
@@ -237,4 +238,19 @@ test('docs/errors.md lists every error code with its class, and no other', () =>
   const rows = [...text.matchAll(/^\| `(ERR_[A-Z_]+)` \| `([A-Za-z]+)` \|/gm)].map((m) => [m[1], m[2]]);
   assert.deepStrictEqual(rows.map(([c]) => c).sort(), Object.keys(CODES).sort(), 'the table in docs/errors.md');
   for (const [code, cls] of rows) assert.strictEqual(cls, CODES[code][0], `${code}'s class`);
+});
+
+// The CHANGELOG's newest version is the one package.json carries, and user
+// docs cite no tracker numbers ("issue 15", "#15"): they say what, not where
+// it was discussed.
+test('CHANGELOG.md has an entry for package.json\'s version, and docs cite no tracker numbers', () => {
+  const { version } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  const changelog = fs.readFileSync(path.join(root, 'CHANGELOG.md'), 'utf8');
+  const versions = [...changelog.matchAll(/^## (\d+\.\d+\.\d+)/gm)].map((m) => m[1]);
+  assert.strictEqual(versions[0], version, 'the newest CHANGELOG version is package.json\'s');
+  for (const file of docFiles()) {
+    const text = fs.readFileSync(path.join(root, file), 'utf8');
+    const hit = /(?:^|[\s(])(?:#\d+\b|[Ii]ssue \d+\b)/m.exec(text);
+    assert.strictEqual(hit, null, `${file} cites a tracker number: ${hit && hit[0]}`);
+  }
 });

@@ -37,6 +37,20 @@ test('CommonJS exports, ESM named exports and index.d.ts values are the same nam
   assert.deepStrictEqual(declaredRuntimeNames(), cjs, 'index.d.ts exported values differ from require("procwire")');
 });
 
+// index.d.mts (the types of `import ... from 'procwire'`) names what
+// index.mjs exports, no more, so a named import that fails at run time
+// (`cluster`) fails to type-check too; and it passes on every type index.d.ts
+// declares.
+test('index.d.mts declares exactly the ESM entry\'s names and every type of index.d.ts', () => {
+  const mts = fs.readFileSync(path.join(root, 'index.d.mts'), 'utf8');
+  const blocks = [...mts.matchAll(/^export (type )?\{([^}]*)\} from '\.\/index\.js';/gm)];
+  const names = (b) => b[2].split(',').map((n) => n.trim()).filter(Boolean).sort();
+  assert.deepStrictEqual(names(blocks.find((b) => !b[1])), esmNames(), 'index.d.mts values differ from index.mjs');
+  const dts = fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8');
+  const types = [...dts.matchAll(/^export (?:interface|type) ([A-Za-z_]\w*)/gm)].map((m) => m[1]).sort();
+  assert.deepStrictEqual(names(blocks.find((b) => b[1])), types, 'index.d.mts types differ from index.d.ts');
+});
+
 test('ESM named imports are the CommonJS objects themselves', () => {
   const script = `
     import { createRequire } from 'node:module';

@@ -788,8 +788,9 @@ test('descriptors that come without a NODE_HANDLE message are closed at once, an
   });
   for (let i = 0; i < N; i++) client[kWriter].sendRaw(frame, [fd]);
   await withTimeout(all, 'messages');
-  // Let the sender's copies go too (closed once sent).
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // Let the sender's copies go too (closed once sent): a deadline on the
+  // count, not a fixed pause, which a loaded machine can outlast.
+  await wait.until(() => countFds() <= before + 2, 30_000, 'the sent descriptors to be closed').catch(() => {});
   assert.ok(countFds() <= before + 2, `descriptors leaked: ${before} -> ${countFds()}`);
   assert.strictEqual(peer.connected, true);
   assert.strictEqual(typeof binding.closeFd, 'function');

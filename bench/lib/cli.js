@@ -6,7 +6,31 @@ const os = require('os');
 const path = require('path');
 const harness = require('./harness');
 
-const SUITES = ['codec', 'roundtrip', 'parity', 'fork-vs-named', 'master-worker', 'latency', 'bulk', 'cluster-http'];
+// The suites, in the order they run, each with its share of --quick's time
+// (seconds on an idle 2-vCPU machine; --quick's whole run stays under 90 s).
+// Every suite runs each of its peers at least once, side by side; a further
+// repeat runs only while the suite's share lasts (a loaded machine gets
+// fewer repeats, not a longer run). A new suite adds one entry here.
+const REGISTRY = [
+  { name: 'codec', quickSeconds: 7 },
+  { name: 'roundtrip', quickSeconds: 20 },
+  { name: 'parity', quickSeconds: 7 },
+  { name: 'fork-vs-named', quickSeconds: 8 },
+  { name: 'master-worker', quickSeconds: 8 },
+  { name: 'latency', quickSeconds: 8 },
+  { name: 'bulk', quickSeconds: 7 },
+  { name: 'cluster-http', quickSeconds: 7 },
+  { name: 'pool', quickSeconds: 8 },
+];
+const SUITES = REGISTRY.map((s) => s.name);
+
+// The time share of a suite under --quick, in ms (null: no limit). An
+// explicit --repeats is honoured whatever it costs.
+function quickBudgetMs(name, quick, repeats) {
+  if (!quick || repeats) return null;
+  const entry = REGISTRY.find((s) => s.name === name);
+  return entry ? entry.quickSeconds * 1000 : null;
+}
 
 function procwireVersion() {
   try { return require(path.join(harness.ROOT, 'package.json')).version; } catch { return '?'; }
@@ -107,12 +131,13 @@ async function runBench(options) {
     for (const name of names) {
       const mod = require(path.join(__dirname, '..', name));
       if (mod.inProcess) {
-        prepared.push({ name, mod });
+        prepared.push({ name, mod, budgetMs: quickBudgetMs(name, quick, options.repeats) });
         progress.addTotal(mod.ticks({ quick, repeats: options.repeats }));
         continue;
       }
       try {
         const plan = await mod.plan({ quick, repeats: options.repeats, log, tmp, args: options.args || {} });
+        plan.budgetMs = quickBudgetMs(name, quick, options.repeats);
         prepared.push({ name, mod, plan });
         const runs = plan.peers.filter((p) => !p.skip).length * plan.repeats;
         progress.addTotal(runs * plan.ticksPerRun);
@@ -124,7 +149,7 @@ async function runBench(options) {
     for (const p of prepared) {
       try {
         const r = p.mod.inProcess
-          ? await p.mod.runInProcess({ quick, repeats: options.repeats, progress, log })
+          ? await p.mod.runInProcess({ quick, repeats: options.repeats, progress, log, budgetMs: p.budgetMs })
           : await harness.runPlan(p.plan, progress);
         r.histograms = harness.histogramArrays(r.histograms);
         results.suites[p.name] = r;
@@ -230,7 +255,7 @@ function usage() {
     'usage:',
     '  procwire bench [--quick] [--suite codec,roundtrip,parity,fork-vs-named,master-worker,latency,bulk,cluster-http] [--out dir] [--repeats n]',
     '                 [--workers n] [--concurrency n]',
-    '      runs the suites (default: all, full grid; --quick: under 3 minutes) and writes',
+    '      runs the suites (default: all, full grid; --quick: under 90 s, fewer sizes and repeats) and writes',
     '      <out or bench-results/YYYY-MM-DD>/results.json, results.md and one SVG per suite',
     '  procwire report <results.json | dir> [--out dir]',
     '      writes results.md and the SVG charts again from a run\'s results.json (into its directory,',
@@ -273,4 +298,4 @@ function standalone(name) {
     }));
 }
 
-module.exports = { shortPath, runBench, benchCommand, standalone, usage, parseBenchArgs, UsageError, SUITES };
+module.exports = { shortPath, runBench, benchCommand, standalone, usage, parseBenchArgs, UsageError, SUITES, REGISTRY, quickBudgetMs };

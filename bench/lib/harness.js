@@ -246,7 +246,19 @@ async function runPlan(plan, progress) {
   const samples = {};
   const histograms = {};
   const active = peers.filter((p) => p.status === 'ok');
-  for (let rep = 0; rep < plan.repeats; rep++) {
+  // Under a time budget (--quick) every peer runs once; a later repeat
+  // starts only if, at the pace so far, the whole repeat still fits, so
+  // every peer has the same number of samples.
+  let repeats = plan.repeats;
+  for (let rep = 0; rep < repeats; rep++) {
+    if (rep > 0 && plan.budgetMs) {
+      const spent = Date.now() - started;
+      if (spent + spent / rep > plan.budgetMs) {
+        progress.tick((repeats - rep) * active.length * plan.ticksPerRun);
+        repeats = rep;
+        break;
+      }
+    }
     for (const peer of active) {
       if (peer.status !== 'ok' && peer.errors.length >= 2) continue;  // give up on a peer that keeps failing
       progress.set(`${plan.name}: ${peer.label} (run ${rep + 1}/${plan.repeats})`);
@@ -291,7 +303,7 @@ async function runPlan(plan, progress) {
       data[peer.id][x] = {};
       for (const [m, v] of Object.entries(metrics)) data[peer.id][x][m] = { median: median(v), samples: v };
     }
-    if (peer.errors.length) peer.reason = `${peer.errors.length} of ${plan.repeats} runs failed (median of the others): ${peer.errors[0].split('\n')[0]}`;
+    if (peer.errors.length) peer.reason = `${peer.errors.length} of ${repeats} runs failed (median of the others): ${peer.errors[0].split('\n')[0]}`;
   }
   return {
     name: plan.name,
@@ -307,8 +319,8 @@ async function runPlan(plan, progress) {
     histograms,
     ratioTo: plan.ratioTo,
     pairs: plan.pairs,
-    notes: plan.notes || [],
-    repeats: plan.repeats,
+    notes: [...(plan.notes || []), ...(repeats < plan.repeats ? [`--quick: ${repeats} of ${plan.repeats} repeats fitted this suite's ${plan.budgetMs / 1000} s`] : [])],
+    repeats,
     seconds: (Date.now() - started) / 1000,
   };
 }

@@ -36,6 +36,7 @@ const FORK_PEERS = {
   'node-json': { impl: 'node', serialization: 'json' },
   'node-advanced': { impl: 'node', serialization: 'advanced' },
   'node26-advanced': { impl: 'node', serialization: 'advanced' },  // run by a Node 26 driver
+  'node24-advanced': { impl: 'node', serialization: 'advanced' },  // run by a Node 24 driver
   'procwire-plain-advanced': { impl: 'procwire', child: 'node', serialization: 'advanced' },
   'procwire-plain-json': { impl: 'procwire', child: 'node', serialization: 'json' },
   'procwire-advanced': { impl: 'procwire', child: 'procwire', serialization: 'advanced' },
@@ -384,7 +385,8 @@ function zeromqAvailable() {
     requireZeromq();
     return null;
   } catch (err) {
-    return `the zeromq package could not be loaded (${String(err.message).split('\n')[0]}); run \`bash scripts/setup.sh --bench\` (it installs benchmark peers into .bench-deps/)`;
+    const hint = setupHint('scripts/setup.sh --bench', 'run `npm install zeromq@6` in your project');
+    return `the zeromq package could not be loaded (${String(err.message).split('\n')[0]}); ${hint}`;
   }
 }
 

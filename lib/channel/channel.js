@@ -14,6 +14,8 @@ const { handleType } = require('../child-process/handle-conversion');
 const { checkHandle, END_REASONS } = require('../transport/contract');
 const { nativeHandle } = require('../transport/native-handle');
 const { publicStats } = require('../stats');
+const { settleClosed } = require('../error-context');
+const { debug } = require('../debug');
 const { validateObject, validateMessage, validateFunction } = require('../validate');
 const { channelSettings } = require('./settings');
 const { isSendOptions, parseTransfer } = require('./transfer');
@@ -376,6 +378,9 @@ class Channel extends EventEmitter {
   // errnoName: a failed system call's errno name ('EPIPE'), if one ended it.
   [kFinish](reason, err, errnoName) {
     if (this[kPhase] === 'closed') return;
+    // A channel still connecting belongs to a connect() whose promise
+    // delivers its error: no 'error' event or process warning besides.
+    const wasConnecting = this[kPhase] === 'connecting';
     if (errnoName !== undefined && this[kPhase] === 'connecting') {
       reason = 'error';
       err = systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoName, 'connect');
@@ -395,14 +400,19 @@ class Channel extends EventEmitter {
     // A handle still waiting for its answer is let go, as Node closes it on
     // disconnect.
     if (this[kHandles] !== null) this[kHandles]._release();
+    if (debug.enabled) debug('channel %s closed: %s%s', this.transport, reason, err ? ` (${err.code}: ${err.message})` : '');
     const [cbs, written] = this[kWriter].detach();
     this[kHandle].close();
     const closedError = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', `channel closed (${reason})`, err || undefined,
       { reason });
+    const requests = this[kRequests];
+    const ids = requests.ids();
     process.nextTick(() => {
       for (const [end, cb] of cbs) cb(end <= written ? null : closedError);
-      this[kRequests].rejectAll(closedError);
-      if (err && reason !== 'local') this[kEmitError](err);
+      settleClosed(this, ids, (message = closedError.message) =>
+        makeError('ERR_PROCWIRE_CHANNEL_CLOSED', message, err || undefined, { reason }),
+      (id, e) => requests.settle(id, e));
+      if (err && reason !== 'local' && !wasConnecting) this[kEmitError](err);
       this.emit('disconnect');
       this.emit('close', reason, err || undefined);
     });

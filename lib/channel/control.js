@@ -9,6 +9,7 @@
 const { binding } = require('../native');
 const { makeError } = require('../errors');
 const { CMD } = require('../protocol');
+const { debug } = require('../debug');
 const {
   kPhase, kWriter, kRequests, kResponder, kSegments, kRings, kFinish, kEmitError,
 } = require('./symbols');
@@ -25,6 +26,10 @@ const TABLE = {
   [CMD.RESPONSE]: (host, message) =>
     host[kRequests].onResponse(message.id, message.ok, message.ok ? message.body : message.error),
   [CMD.CAPABILITIES]: (host, message) => {
+    if (debug.enabled) {
+      debug('channel %s capabilities from peer: segments %s, pool %s, rings %s (ours: segments %s, rings %s)',
+        host.transport, message.segments, message.pool, message.rings, host[kSegments].canTake, host[kRings].offered);
+    }
     host[kSegments].onCapabilities(message);
     // Rings start once both ends offered them and, on channels that run
     // the hello, the hello is done (until then the gate holds every

@@ -8,6 +8,7 @@
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const { CMD } = require('../protocol');
+const { withCallerFrames, timeoutMessage } = require('../error-context');
 const { MAX_TIMEOUT, MAX_WAITING_REQUESTS } = require('./settings');
 const { HOLD_REQUESTS } = require('./reader');
 const { kPhase, kWriter, kReader, kApplyRefPolicy } = require('./symbols');
@@ -21,7 +22,7 @@ function serializeError(err) {
 }
 
 function timeoutRequest(table, id, timeout) {
-  table.settle(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', `no reply within ${timeout} ms`));
+  table.settle(id, makeError('ERR_PROCWIRE_REQUEST_TIMEOUT', timeoutMessage(table.host, timeout)));
 }
 
 class RequestTable {
@@ -56,7 +57,8 @@ class RequestTable {
       return Promise.reject(makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'channel closed'));
     }
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
+    // A rejection's stack gains the awaiting caller's frames (error-context.js).
+    return withCallerFrames(new Promise((resolve, reject) => {
       const entry = { resolve, reject, timer: null, signal, onAbort: null };
       if (timeout > 0) {
         entry.timer = setTimeout(timeoutRequest, timeout, this, id, timeout);
@@ -76,7 +78,7 @@ class RequestTable {
       } catch (err) {
         this.settle(id, err);
       }
-    });
+    }));
   }
 
   // The peer's reply: ok with its body, or not with its responder's error
@@ -106,9 +108,9 @@ class RequestTable {
     this.host[kApplyRefPolicy](true);
   }
 
-  // At close: every request fails with `err`.
-  rejectAll(err) {
-    for (const id of [...this.entries.keys()]) this.settle(id, err);
+  // The ids of the requests in flight, at close.
+  ids() {
+    return [...this.entries.keys()];
   }
 }
 

@@ -4,6 +4,7 @@
 // and, on a channel that runs the authenticated hello, once the hello is
 // done (docs/protocol.md, "Control frame: ring set-up").
 
+const { debug } = require('../debug');
 const { kPhase, kReader, kWriter } = require('./symbols');
 
 class RingNegotiation {
@@ -44,6 +45,7 @@ class RingNegotiation {
 
   // Called (through the channel) by lib/security/handshake.js once the hello succeeded.
   onHelloDone() {
+    debug('channel %s hello done (%s)', this.host.transport, this.helloRole);
     this.helloDone = true;
     this.maybeStart();
   }
@@ -52,6 +54,7 @@ class RingNegotiation {
     this.pending = false;
     const phase = this.host[kPhase];
     if (this.started || (phase !== 'open' && phase !== 'connecting')) return;
+    debug('channel %s rings starting (%s side)', this.host.transport, this.helloRole || 'fork');
     this.started = true;
     if (this.helloRole === 'server') {
       // The client sets up its ring first, once its own hello is done; the

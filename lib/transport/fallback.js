@@ -20,6 +20,7 @@ const path = require('path');
 const crypto = require('crypto');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
+const { withAddress } = require('../error-context');
 const { invalidArg } = require('../validate');
 const auth = require('../security');
 const { JsStreamHandle } = require('../fallback/binding');
@@ -243,7 +244,7 @@ async function connect(target, options) {
   await new Promise((resolve, reject) => {
     const onError = (err) => {
       socket.destroy();
-      reject(systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoNameOf(err), 'connect', where));
+      reject(withAddress(systemError('ERR_PROCWIRE_CONNECT_FAILED', errnoNameOf(err), 'connect', where), address, where));
     };
     socket.once('error', onError);
     socket.once('connect', () => {

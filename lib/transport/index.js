@@ -11,6 +11,8 @@
 //   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or
 //                                 ./fallback.js when the addon is not loaded)
 
+const { attachAsyncFrames } = require('../error-context');
+const { debug } = require('../debug');
 const { channelSettings } = require('../channel');
 
 const SCHEMES = [
@@ -45,12 +47,23 @@ function checkChannelOptions(options) {
 
 function listen(target, options, onChannel) {
   checkChannelOptions(options);
+  if (debug.enabled) debug('listen %j', target);
   return backendFor(target, options).listen(target, options, onChannel);
 }
 
+// A failure reported later (a refused connection, a failed hello) carries
+// the frames of the code that awaits connect(), added once it failed.
 async function connect(target, options) {
-  checkChannelOptions(options);
-  return backendFor(target, options).connect(target, options);
+  try {
+    checkChannelOptions(options);
+    if (debug.enabled) debug('connect %j', target);
+    const channel = await backendFor(target, options).connect(target, options);
+    if (debug.enabled) debug('connect %j: open (%s)', target, channel.transport);
+    return channel;
+  } catch (err) {
+    if (debug.enabled) debug('connect %j failed: %s', target, err && err.message);
+    throw attachAsyncFrames(err);
+  }
 }
 
 module.exports = { listen, connect, backendFor, SCHEMES };

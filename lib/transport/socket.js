@@ -12,6 +12,7 @@ const net = require('net');
 const { binding } = require('../native');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
+const { withAddress } = require('../error-context');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const auth = require('../security');
 const { ServerBase, listenArguments, setReady } = require('./server');
@@ -345,7 +346,7 @@ async function connect(target, options) {
     where = address.path;
     r = binding.connectUnix(address.path, address.abstract);
   }
-  if (typeof r === 'string') throw systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where);
+  if (typeof r === 'string') throw withAddress(systemError('ERR_PROCWIRE_CONNECT_FAILED', r, 'connect', where), address, where);
   const [fd, inProgress] = r;
   const channel = new Channel(fd, {
     ...channelOptions(options, address), connecting: inProgress, transport: address.kind,
@@ -353,7 +354,8 @@ async function connect(target, options) {
   });
   if (inProgress) {
     await new Promise((resolve, reject) => {
-      const onClose = (reason, err) => reject(err || makeError('ERR_PROCWIRE_CONNECT_FAILED', `connect ${where} failed`));
+      const onClose = (reason, err) =>
+        reject(withAddress(err || makeError('ERR_PROCWIRE_CONNECT_FAILED', `connect ${where} failed`), address, where));
       channel.once('connect', () => { channel.off('close', onClose); resolve(); });
       channel.once('close', onClose);
     });

@@ -2,7 +2,8 @@
 // procwire and @types/node: the API as a TypeScript user writes it must
 // type-check against index.d.ts under --strict.
 import * as procwire from 'procwire';
-import type { Channel, ChannelStats, ProcwireError, CloseReason, ErrorCode, Server } from 'procwire';
+import type { Channel, ChannelStats, ProcwireError, CloseReason, ErrorCode, Server, PoolStats } from 'procwire';
+import { Pool as SubpathPool, move } from 'procwire/pool';
 
 async function main(): Promise<void> {
   const frame: Buffer = procwire.codec.advanced.encode({ a: 1 });
@@ -56,3 +57,22 @@ async function main(): Promise<void> {
   server.close();
 }
 void main;
+
+// procwire.Pool with typed tasks and results, and procwire/pool.
+async function pools(): Promise<void> {
+  const pool = new procwire.Pool<{ a: number; b: number }, number>({
+    filename: './add.js', minWorkers: 1, maxWorkers: 2, concurrentTasksPerWorker: 64, maxQueue: 'auto',
+    resourceLimits: { maxOldGenerationSizeMb: 64 }, idleTimeout: 500,
+  });
+  const sum: number = await pool.run({ a: 1, b: 2 }, { timeout: 100, signal: AbortSignal.timeout(50), name: 'add' });
+  const stats: PoolStats = pool.stats();
+  const p99: number = stats.runTime.p99 + stats.waitTime.p999;
+  pool.on('drain', () => void pool.queueSize);
+  await pool.close();
+  const big = new SubpathPool<Buffer, Buffer>({ filename: new URL('file:///work/big.js') });
+  const back: Buffer = await big.run(move(procwire.alloc(1 << 20)));
+  const alsoMoved = SubpathPool.move(Buffer.alloc(4));
+  await big.destroy();
+  void [sum, p99, back, alsoMoved];
+}
+void pools;

@@ -27,3 +27,7 @@ procwire.alloc('big');
 // @ts-expect-error the secret is a string or Buffer.
 procwire.connect({ port: 1 }, { secret: 42 });
 void code;
+// @ts-expect-error a Pool<Task> takes only its task type.
+new procwire.Pool<{ a: number }, number>({ filename: 'x.js' }).run('text');
+// @ts-expect-error a Pool needs its worker's filename.
+new procwire.Pool({ maxWorkers: 2 });

@@ -1,0 +1,32 @@
+'use strict';
+// Pool.move(value[, transfer]): marks a task or a result whose buffers are
+// handed over (transferred) rather than copied, as piscina's move() does.
+// A worker returns move(result) to send a procwire.alloc() buffer back
+// without a copy. The mark is a brand under a registered symbol, not a
+// class, so a worker's module that loaded another copy of procwire still
+// makes marks this one knows.
+
+const kMoved = Symbol.for('procwire.pool.moved');
+
+// The ArrayBuffers a value holds at its top level: itself, or the views and
+// buffers among an array's items or an object's own values.
+function transferablesOf(value) {
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return [value];
+  const out = [];
+  if (value !== null && typeof value === 'object') {
+    for (const item of Array.isArray(value) ? value : Object.values(value)) {
+      if (item instanceof ArrayBuffer || ArrayBuffer.isView(item)) out.push(item);
+    }
+  }
+  return out;
+}
+
+function move(value, transfer) {
+  return { [kMoved]: true, value, transfer: transfer === undefined ? transferablesOf(value) : transfer };
+}
+
+function isMoved(value) {
+  return value !== null && typeof value === 'object' && value[kMoved] === true;
+}
+
+module.exports = { move, isMoved };

@@ -1,0 +1,138 @@
+'use strict';
+// new Pool(options): every option checked, with piscina's names and
+// meanings where piscina has one, before any worker is forked.
+
+const os = require('os');
+const path = require('path');
+const url = require('url');
+const { invalidArg, validateSize } = require('../validate');
+
+const MAX_TIMEOUT = 2 ** 31 - 1;  // setTimeout's limit
+const MAX_WORKERS = 1024;
+const RESOURCE_FLAGS = {
+  maxOldGenerationSizeMb: (mb) => `--max-old-space-size=${mb}`,
+  maxYoungGenerationSizeMb: (mb) => `--max-semi-space-size=${Math.max(1, Math.ceil(mb / 3))}`,
+  stackSizeMb: (mb) => `--stack-size=${mb * 1024}`,
+};
+
+function filenameOf(value) {
+  if (value instanceof URL) return url.fileURLToPath(value);
+  if (typeof value !== 'string' || value.length === 0) {
+    throw invalidArg('options.filename must be a path or a file: URL of the worker\'s module');
+  }
+  if (value.startsWith('file:')) return url.fileURLToPath(value);
+  return path.resolve(value);
+}
+
+function integer(options, name, fallback, min, max) {
+  const value = validateSize(options[name], `options.${name}`, fallback, max);
+  if (value < min) throw invalidArg(`options.${name} must be at least ${min}, got ${value}`);
+  return value;
+}
+
+function stringArray(value, name) {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) {
+    throw invalidArg(`options.${name} must be an array of strings`);
+  }
+  return value.slice();
+}
+
+// This process's Node options, without code given with -e/-p: a worker
+// must run its module, not the parent's program again (as Node's own fork
+// strips it).
+const EVAL_FLAGS = new Set(['-e', '--eval', '-p', '--print', '-pe']);
+function inheritedExecArgv() {
+  const out = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    if (EVAL_FLAGS.has(argv[i])) {
+      i++;
+      continue;
+    }
+    if (/^--(eval|print)=/.test(argv[i])) continue;
+    out.push(argv[i]);
+  }
+  return out;
+}
+
+function resourceArgs(limits) {
+  if (limits === undefined) return [];
+  if (limits === null || typeof limits !== 'object') throw invalidArg('options.resourceLimits must be an object');
+  const out = [];
+  for (const [key, value] of Object.entries(limits)) {
+    const flag = RESOURCE_FLAGS[key];
+    if (flag === undefined) {
+      throw invalidArg(`options.resourceLimits.${key} is not supported (use ${Object.keys(RESOURCE_FLAGS).join(', ')})`);
+    }
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 1 || value > 1 << 20) {
+      throw invalidArg(`options.resourceLimits.${key} must be a whole number of MiB from 1, got ${String(value)}`);
+    }
+    out.push(flag(value));
+  }
+  return out;
+}
+
+function poolSettings(options) {
+  if (options === null || typeof options !== 'object') throw invalidArg('new Pool(options): options must be an object');
+  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  const filename = filenameOf(options.filename);
+  const maxWorkers = integer(options, 'maxWorkers',
+    Math.max(1, options.minWorkers === undefined ? cpus : Math.max(cpus, options.minWorkers)), 1, MAX_WORKERS);
+  const minWorkers = integer(options, 'minWorkers', Math.min(maxWorkers, Math.max(1, Math.floor(cpus / 2))), 0, MAX_WORKERS);
+  if (minWorkers > maxWorkers) {
+    throw invalidArg(`options.minWorkers (${minWorkers}) must not exceed options.maxWorkers (${maxWorkers})`);
+  }
+  const concurrentTasksPerWorker = integer(options, 'concurrentTasksPerWorker', 1, 1, 1 << 20);
+  let maxQueue = options.maxQueue;
+  if (maxQueue === undefined || maxQueue === Infinity) maxQueue = Infinity;
+  else if (maxQueue === 'auto') maxQueue = maxWorkers * maxWorkers;
+  else maxQueue = integer(options, 'maxQueue', 0, 0, Number.MAX_SAFE_INTEGER);
+  const serialization = options.serialization === undefined ? 'advanced' : options.serialization;
+  if (serialization !== 'advanced' && serialization !== 'json') {
+    throw invalidArg(`options.serialization must be "advanced" or "json", got ${String(serialization)}`);
+  }
+  if (options.env !== undefined && (options.env === null || typeof options.env !== 'object')) {
+    throw invalidArg('options.env must be an object');
+  }
+  const name = options.name === undefined ? 'default' : options.name;
+  if (typeof name !== 'string' || name.length === 0) throw invalidArg('options.name must be a non-empty string');
+  const execArgv = [...(stringArray(options.execArgv, 'execArgv') || inheritedExecArgv()), ...resourceArgs(options.resourceLimits)];
+  return {
+    filename,
+    minWorkers,
+    maxWorkers,
+    concurrentTasksPerWorker,
+    maxQueue,
+    idleTimeout: integer(options, 'idleTimeout', 10_000, 0, MAX_TIMEOUT),
+    timeout: integer(options, 'timeout', 0, 0, MAX_TIMEOUT),
+    abortGracePeriod: integer(options, 'abortGracePeriod', 1000, 0, MAX_TIMEOUT),
+    serialization,
+    name,
+    spawn: {
+      args: name === 'default' ? [filename] : [filename, name],
+      serialization,
+      execArgv,
+      env: options.env,
+    },
+  };
+}
+
+// run(task, options): the per-task options, checked.
+function runSettings(options, settings) {
+  if (options === null || typeof options !== 'object') throw invalidArg('run(task, options): options must be an object');
+  const { name, signal, transfer } = options;
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
+    throw invalidArg('options.name must be a non-empty string');
+  }
+  if (signal !== undefined && (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean' ||
+      typeof signal.addEventListener !== 'function')) {
+    throw invalidArg('options.signal must be an AbortSignal');
+  }
+  if (transfer !== undefined && !Array.isArray(transfer)) throw invalidArg('options.transfer must be an array');
+  const timeout = validateSize(options.timeout, 'options.timeout', settings.timeout, MAX_TIMEOUT);
+  return { name: name === settings.name ? undefined : name, signal, transfer, timeout };
+}
+
+module.exports = { poolSettings, runSettings };

@@ -1,0 +1,543 @@
+'use strict';
+// procwire.Pool: a pool of procwire child processes running one module's
+// handlers, with piscina's API (run, close, destroy, 'drain', stats).
+//
+// The pool holds the state (its phase, the live workers, the counters) and
+// the public methods; the Scheduler picks a worker or queues, a WorkerSlot
+// runs one process, Histograms keep the timings. A task is one small
+// object from run() to its settlement: no closure, timer or listener is
+// made for it unless it asked for a timeout or a signal.
+
+const { EventEmitter } = require('events');
+const { makeError } = require('../errors');
+const { Histogram, batchNow } = require('./histogram');
+const { Scheduler } = require('./scheduler');
+const { WorkerSlot, READY, STARTING } = require('./worker-slot');
+const { poolSettings, runSettings } = require('./options');
+const { move, isMoved } = require('./move');
+const { kReady, kResult, kExit, kCancel } = require('./symbols');
+
+const QUEUED = 1;
+const RUNNING = 2;
+const CANCELLED = 3;  // rejected while its worker still runs it
+const DONE = 4;
+
+// Workers that die before answering anything, one after another, before
+// the pool stops replacing them until the next run().
+const MAX_CRASH_STREAK = 5;
+// How long an idle pool's workers still keep the process alive.
+const UNREF_AFTER_MS = 50;
+
+const now = batchNow;
+
+class Task {
+  constructor(pool, id, task, name, transfer) {
+    this.pool = pool;
+    this.id = id;
+    this.task = task;
+    this.name = name;
+    this.transfer = transfer;
+    this.state = QUEUED;
+    this.slot = null;
+    this.signal = undefined;
+    this.timer = null;
+    this.enqueuedAt = 0;
+    this.startedAt = 0;
+    this.resolve = null;
+    this.reject = null;
+  }
+
+  // The task's AbortSignal fired (the task is its own listener, so no
+  // closure is made per task).
+  handleEvent() {
+    this.pool[kCancel](this, 'ERR_PROCWIRE_TASK_ABORTED', this.signal.reason);
+  }
+}
+
+function onTimeout(task) {
+  task.timer = null;
+  task.pool[kCancel](task, 'ERR_PROCWIRE_TASK_TIMEOUT', undefined);
+}
+
+function onGraceOver(task) {
+  task.timer = null;
+  const slot = task.slot;
+  if (task.state === CANCELLED && slot !== null && slot.tasks.get(task.id) === task) slot.kill('grace');
+}
+
+const isLive = (task) => task.state === QUEUED;
+
+// The promise of a run() takes its resolve and reject without a closure per
+// task: the executor runs synchronously and fills the task set here.
+let filling = null;
+function fill(resolve, reject) {
+  filling.resolve = resolve;
+  filling.reject = reject;
+}
+
+function remoteError(remote, task) {
+  const r = remote !== null && typeof remote === 'object' ? remote : { message: String(remote) };
+  const code = r.code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? r.code : 'ERR_PROCWIRE_REMOTE_ERROR';
+  return makeError(code, String(r.message), undefined, {
+    remote: { name: r.name, message: r.message, code: r.code, stack: r.stack },
+    ...(code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? { taskName: task.name || 'default' } : {}),
+  });
+}
+
+function exitDetails(slot) {
+  const { exitCode, signalCode } = slot.exit || {};
+  return { pid: slot.pid, exitCode: exitCode === undefined ? null : exitCode, signalCode: signalCode || null, stderr: slot.stderr };
+}
+
+function exitedError(slot) {
+  const details = exitDetails(slot);
+  const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
+  const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)' : '';
+  const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
+  return makeError('ERR_PROCWIRE_POOL_WORKER_EXITED',
+    `pool worker ${slot.pid} exited while running the task (${how})${why}${tail}`, undefined, details);
+}
+
+function startError(slot) {
+  const details = exitDetails(slot);
+  const remote = slot.loadError;
+  let cause;
+  let message;
+  if (remote !== null) {
+    cause = new Error(remote.message);
+    cause.name = remote.name;
+    if (remote.code !== undefined) cause.code = remote.code;
+    if (remote.stack !== undefined) cause.stack = remote.stack;
+    message = `pool worker could not load its module: ${remote.message}`;
+  } else {
+    const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
+    const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
+    message = `pool worker ${slot.pid} exited before it was ready (${how})${tail}`;
+  }
+  return makeError('ERR_PROCWIRE_POOL_WORKER_START', message, cause, details);
+}
+
+class Pool extends EventEmitter {
+  #settings;
+  #scheduler;
+  #live = new Set();     // every worker not yet dead
+  #starting = 0;
+  #phase = 'open';       // 'open' -> 'closing' -> 'closed'
+  #nextId = 1;
+  #active = 0;           // tasks queued or held by a worker
+  #startFailed = null;   // the last start failure; no respawn until run()
+  #crashStreak = 0;
+  #idleTimer = null;
+  #unrefTimer = null;
+  #refed = true;
+  #closed = null;        // { promise, resolve } once close()/destroy() began
+  #created = now();
+  #completed = 0;
+  #failed = 0;
+  #cancelled = 0;
+  #runTime = new Histogram();
+  #waitTime = new Histogram();
+  #busyMsOfGone = 0;
+
+  constructor(options) {
+    super();
+    this.#settings = poolSettings(options);
+    this.#scheduler = new Scheduler(this.#settings.concurrentTasksPerWorker, isLive);
+    for (let i = 0; i < this.#settings.minWorkers; i++) this.#spawn();
+    this.#refAll(false);
+  }
+
+  // Piscina's static move() and the same on the instance.
+  static move(value, transfer) { return move(value, transfer); }
+
+  get options() { return { ...this.#settings, spawn: undefined }; }
+  get queueSize() { return this.#scheduler.queue.size; }
+  get completed() { return this.#completed; }
+  get needsDrain() { return this.#scheduler.queue.size >= this.#settings.maxQueue; }
+  get workers() { return [...this.#live].map((slot) => slot.describe()); }
+
+  run(task, options) {
+    if (this.#phase !== 'open') {
+      return Promise.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool is closed: run() takes no new task'));
+    }
+    let name;
+    let signal;
+    let transfer;
+    let timeout = this.#settings.timeout;
+    if (options !== undefined) {
+      try {
+        ({ name, signal, transfer, timeout } = runSettings(options, this.#settings));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      if (signal !== undefined && signal.aborted) {
+        return Promise.reject(makeError('ERR_PROCWIRE_TASK_ABORTED', 'the task was aborted before it ran', signal.reason));
+      }
+    }
+    if (task !== null && typeof task === 'object' && isMoved(task)) {
+      transfer = transfer === undefined ? task.transfer : [...transfer, ...task.transfer];
+      task = task.value;
+    }
+    const queue = this.#scheduler.queue;
+    const slot = queue.size === 0 ? this.#scheduler.pick() : null;
+    if (slot === null && queue.size >= this.#settings.maxQueue) {
+      return Promise.reject(makeError('ERR_PROCWIRE_POOL_QUEUE_FULL',
+        `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
+    }
+    const t = new Task(this, this.#nextId++, task, name, transfer);
+    filling = t;
+    const promise = new Promise(fill);
+    filling = null;
+    if (signal !== undefined) {
+      t.signal = signal;
+      signal.addEventListener('abort', t, { once: true });
+    }
+    if (timeout > 0) t.timer = setTimeout(onTimeout, timeout, t);
+    t.enqueuedAt = now();
+    if (this.#active++ === 0 && !this.#refed) this.#refAll(true);
+    if (this.#startFailed !== null) {
+      // The last worker could not start: try once more for this task.
+      this.#startFailed = null;
+      this.#crashStreak = 0;
+      this.#ensureWorkers();
+    }
+    if (slot !== null) this.#dispatch(slot, t);
+    else this.#enqueue(t);
+    return promise;
+  }
+
+  #enqueue(t) {
+    this.#scheduler.queue.push(t);
+    this.#grow();
+  }
+
+  // One more worker when tasks wait, none is starting, and there is room.
+  #grow() {
+    if (this.#phase === 'closed' || this.#startFailed !== null || this.#starting > 0) return;
+    if (this.#live.size < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
+  }
+
+  #ensureWorkers() {
+    if (this.#phase === 'closed' || this.#startFailed !== null) return;
+    if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
+      while (this.#live.size < this.#settings.minWorkers) this.#spawn();
+    }
+    if (this.#scheduler.queue.size > 0) this.#grow();
+  }
+
+  #spawn() {
+    let slot;
+    try {
+      slot = new WorkerSlot(this, this.#settings.spawn);
+    } catch (err) {
+      // fork() itself failed (no memory, too many processes): the tasks
+      // that wait learn it now rather than waiting for a worker.
+      this.#startFailed = makeError('ERR_PROCWIRE_POOL_WORKER_START', `could not fork a pool worker: ${err.message}`, err);
+      process.nextTick(() => this.#failQueued(this.#startFailed));
+      return;
+    }
+    this.#live.add(slot);
+    this.#starting++;
+    if (!this.#refed) slot.setRef(false);
+  }
+
+  #dispatch(slot, t) {
+    t.state = RUNNING;
+    t.slot = slot;
+    const at = now();
+    t.startedAt = at;
+    this.#waitTime.record(at - t.enqueuedAt);
+    if (slot.load === 0) slot.busySince = at;
+    try {
+      slot.send(t);
+    } catch (err) {
+      // Not sent, so not run: a closed channel (the worker is dying) puts
+      // the task back first in line; anything else (an unserializable
+      // task, a refused transfer) is the task's own error.
+      if (err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') {
+        t.state = QUEUED;
+        t.slot = null;
+        this.#scheduler.removeSlot(slot);
+        this.#scheduler.queue.unshift(t);
+        this.#grow();
+        return;
+      }
+      this.#finish(t);
+      t.reject(err);
+      this.#taskGone();
+    }
+  }
+
+  // Hands queued tasks to workers with room, oldest first.
+  #pump() {
+    const scheduler = this.#scheduler;
+    const queue = scheduler.queue;
+    if (queue.size === 0) return;
+    let slot;
+    while (queue.size > 0 && (slot = scheduler.pick()) !== null) {
+      const t = queue.shift();
+      if (t === undefined) break;
+      this.#dispatch(slot, t);
+    }
+    if (queue.size === 0) this.emit('drain');
+    else this.#grow();
+  }
+
+  // The task's timer and listener go; it is no longer anyone's to cancel.
+  #finish(t) {
+    if (t.timer !== null) {
+      clearTimeout(t.timer);
+      t.timer = null;
+    }
+    if (t.signal !== undefined) {
+      t.signal.removeEventListener('abort', t);
+      t.signal = undefined;
+    }
+    t.state = DONE;
+  }
+
+  // A task left the pool entirely (settled and out of its worker).
+  #taskGone() {
+    if (--this.#active === 0) {
+      if (this.#phase === 'open') this.#idleSoon();
+      if (this.#phase === 'closing') this.#shutdown();
+    }
+  }
+
+  [kReady](slot) {
+    this.#starting--;
+    if (this.#phase === 'closed') return;
+    this.#scheduler.addSlot(slot);
+    slot.idleSince = now();
+    this.#pump();
+    this.#armIdle();
+  }
+
+  [kResult](slot, t, ok, value) {
+    const at = now();
+    if (slot.load === 0) {
+      slot.busyMs += at - slot.busySince;
+      slot.idleSince = at;
+    }
+    this.#crashStreak = 0;
+    if (t.state === RUNNING) {
+      this.#runTime.record(at - t.startedAt);
+      slot.completed++;
+      this.#finish(t);
+      if (ok) {
+        this.#completed++;
+        t.resolve(value);
+      } else {
+        this.#failed++;
+        t.reject(remoteError(value, t));
+      }
+    } else {
+      // Cancelled while running: it was rejected already; its grace ends.
+      this.#finish(t);
+    }
+    if (this.#scheduler.queue.size > 0) this.#pump();
+    this.#taskGone();
+    if (slot.load === 0 && this.#idleTimer === null) this.#armIdle();
+  }
+
+  [kCancel](t, code, reason) {
+    if (t.state === QUEUED) {
+      this.#finish(t);
+      this.#scheduler.queue.removed();
+      this.#cancelled++;
+      t.reject(this.#cancelError(code, reason, false));
+      if (this.#scheduler.queue.size === 0) this.emit('drain');
+      this.#taskGone();
+      return;
+    }
+    if (t.state !== RUNNING) return;
+    // Rejected now; the worker is asked to stop, and killed if it has not
+    // answered within the grace period.
+    const slot = t.slot;
+    this.#finish(t);
+    t.state = CANCELLED;
+    this.#cancelled++;
+    t.reject(this.#cancelError(code, reason, true));
+    slot.abort(t);
+    t.timer = setTimeout(onGraceOver, this.#settings.abortGracePeriod, t);
+    t.timer.unref();
+  }
+
+  #cancelError(code, reason, running) {
+    const where = running ? 'while it ran (its worker was asked to stop)' : 'while it waited in the queue';
+    const what = code === 'ERR_PROCWIRE_TASK_TIMEOUT' ? 'timed out' : 'was aborted';
+    return makeError(code, `the task ${what} ${where}`, reason);
+  }
+
+  [kExit](slot, wasReady) {
+    this.#live.delete(slot);
+    this.#scheduler.removeSlot(slot);
+    this.#busyMsOfGone += slot.busyMs + (slot.tasks.size > 0 ? now() - slot.busySince : 0);
+    if (!wasReady) this.#starting--;
+    for (const t of slot.tasks.values()) {
+      const state = t.state;
+      this.#finish(t);
+      if (state === RUNNING) {
+        this.#failed++;
+        t.reject(this.#phase === 'closed' ? makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed while the task ran')
+          : exitedError(slot));
+      }
+      this.#active--;
+    }
+    if (!wasReady && this.#phase !== 'closed') {
+      const err = startError(slot);
+      // Tasks wait for a worker that cannot start: they get its error, and
+      // no new worker is forked until the next run().
+      if (this.#scheduler.slots.length === 0 && this.#starting === 0) {
+        this.#startFailed = err;
+        this.#failQueued(err);
+      }
+    } else if (this.#phase !== 'closed' && slot.killedFor !== 'retire' && slot.killedFor !== 'idle') {
+      // A replacement. Workers that die before finishing anything, again
+      // and again, are not replaced to keep minWorkers up (that would be a
+      // fork loop); tasks still waiting always get one.
+      this.#crashStreak = slot.completed === 0 ? this.#crashStreak + 1 : 0;
+      this.#ensureWorkers();
+    }
+    if (this.#active === 0 && this.#phase === 'open') this.#idleSoon();
+    if (this.#phase === 'closing' && this.#active === 0) this.#shutdown();
+    if (this.#phase !== 'open' && this.#live.size === 0 && this.#closed !== null) this.#closed.resolve();
+    else if (this.#phase === 'open' && this.#scheduler.queue.size > 0) this.#pump();
+  }
+
+  #failQueued(err) {
+    const tasks = this.#scheduler.queue.takeAll();
+    for (const t of tasks) {
+      this.#finish(t);
+      this.#failed++;
+      t.reject(err);
+    }
+    this.#active -= tasks.length;
+    if (tasks.length > 0) this.emit('drain');
+    if (this.#active === 0) {
+      if (this.#phase === 'open') this.#idleSoon();
+      if (this.#phase === 'closing') this.#shutdown();
+    }
+  }
+
+  // Workers above minWorkers that stayed idle for idleTimeout exit.
+  #armIdle() {
+    if (this.#idleTimer !== null || this.#phase !== 'open') return;
+    if (this.#live.size <= this.#settings.minWorkers) return;
+    this.#idleTimer = setTimeout(() => this.#sweepIdle(), Math.max(1, this.#settings.idleTimeout));
+    this.#idleTimer.unref();
+  }
+
+  #sweepIdle() {
+    this.#idleTimer = null;
+    if (this.#phase !== 'open') return;
+    const limit = now() - this.#settings.idleTimeout;
+    let extra = this.#live.size - this.#settings.minWorkers;
+    for (const slot of [...this.#scheduler.slots]) {
+      if (extra <= 0) break;
+      if (slot.load === 0 && slot.idleSince <= limit) {
+        this.#scheduler.removeSlot(slot);
+        slot.killedFor = 'idle';
+        slot.retire();
+        extra--;
+      }
+    }
+    if (this.#live.size > this.#settings.minWorkers) this.#armIdle();
+  }
+
+  #refAll(on) {
+    this.#refed = on;
+    for (const slot of this.#live) slot.setRef(on);
+  }
+
+  // The pool has no task: its workers stop keeping this process alive
+  // after a short while, not at once, so back-to-back single tasks do not
+  // pay six ref()/unref() calls each. The one timer is re-armed, not made.
+  #idleSoon() {
+    if (!this.#refed) return;
+    if (this.#unrefTimer === null) {
+      this.#unrefTimer = setTimeout(() => {
+        if (this.#active === 0 && this.#phase === 'open') this.#refAll(false);
+      }, UNREF_AFTER_MS);
+      this.#unrefTimer.unref();
+    } else {
+      this.#unrefTimer.refresh();
+    }
+  }
+
+  // close(): no new task; what is queued and running finishes; then every
+  // worker is told to exit. Resolves once all have.
+  close() {
+    if (this.#closed !== null) return this.#closed.promise;
+    this.#beginEnd();
+    this.#phase = 'closing';
+    // Until every worker has exited, they keep this process alive, so code
+    // after `await pool.close()` runs.
+    this.#refAll(true);
+    if (this.#active === 0) this.#shutdown();
+    return this.#closed.promise;
+  }
+
+  // destroy(): every queued and running task is rejected
+  // (ERR_PROCWIRE_POOL_CLOSED) and the workers are killed.
+  destroy() {
+    if (this.#closed === null) this.#beginEnd();
+    if (this.#phase === 'closed') return this.#closed.promise;
+    this.#phase = 'closed';
+    const queued = this.#scheduler.queue.takeAll();
+    for (const t of queued) {
+      this.#finish(t);
+      this.#cancelled++;
+      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
+    }
+    this.#active -= queued.length;
+    this.#refAll(true);
+    for (const slot of [...this.#live]) slot.kill('destroy');
+    if (this.#live.size === 0) this.#closed.resolve();
+    return this.#closed.promise;
+  }
+
+  #beginEnd() {
+    let resolve;
+    const promise = new Promise((r) => { resolve = r; });
+    this.#closed = { promise, resolve };
+    if (this.#idleTimer !== null) {
+      clearTimeout(this.#idleTimer);
+      this.#idleTimer = null;
+    }
+    if (this.#unrefTimer !== null) clearTimeout(this.#unrefTimer);
+  }
+
+  #shutdown() {
+    this.#phase = 'closed';
+    for (const slot of [...this.#live]) {
+      slot.killedFor = 'retire';
+      slot.retire();
+    }
+    if (this.#live.size === 0) this.#closed.resolve();
+  }
+
+  stats() {
+    const at = now();
+    const duration = at - this.#created;
+    let busy = this.#busyMsOfGone;
+    for (const slot of this.#live) busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
+    const queue = this.#scheduler.queue;
+    return {
+      completed: this.#completed,
+      failed: this.#failed,
+      cancelled: this.#cancelled,
+      queued: queue.size,
+      running: this.#scheduler.running(),
+      workers: this.workers,
+      runTime: this.#runTime.summary(),
+      waitTime: this.#waitTime.summary(),
+      // The share of the workers' time spent with at least one task, over
+      // the pool's life and maxWorkers workers (piscina's measure).
+      utilization: duration > 0 ? Math.min(1, busy / (duration * this.#settings.maxWorkers)) : 0,
+      duration,
+    };
+  }
+}
+
+module.exports = { Pool, READY, STARTING };

@@ -1,0 +1,193 @@
+'use strict';
+// The child side of a procwire.Pool worker: loads the user's module (named
+// by argv[2]), says it is ready, and answers tasks on procwire.parent.
+//
+// The wire, all on the channel's ordinary messages:
+//   parent -> [id, task] or [id, task, name]   run a task (id > 0)
+//   parent -> id                               abort task id (its signal fires)
+//   child  -> 'ready'                          the module loaded; tasks may come
+//   child  -> { loadError }                    it did not: the error, serialized
+//   child  -> [id, result]                     task id returned result
+//   child  -> [-id, { name, message, code, stack }]   task id threw
+// A handler that returns a value (not a promise) is answered at once, with
+// no promise or closure of its own: small tasks cost one message each way.
+
+const path = require('path');
+const url = require('url');
+// Only the channel to the parent: not the whole API, which a worker that
+// needs none of it would load at every start.
+const parent = require('../fork').getParent();
+const { isMoved } = require('./move');
+
+const DEFAULT = 'default';
+let defaultHandler = null;
+const handlers = new Map();
+// Running async tasks whose handler takes a signal: id -> AbortController.
+const controllers = new Map();
+
+function serializeError(err) {
+  if (err !== null && typeof err === 'object') {
+    return {
+      name: String(err.name || 'Error'),
+      message: String(err.message === undefined ? err : err.message),
+      code: err.code === undefined ? undefined : String(err.code),
+      stack: typeof err.stack === 'string' ? err.stack : undefined,
+    };
+  }
+  return { name: 'Error', message: String(err), code: undefined, stack: undefined };
+}
+
+function reply(id, value) {
+  try {
+    if (isMoved(value)) parent.send([id, value.value], { transfer: value.transfer });
+    else parent.send([id, value]);
+  } catch (err) {
+    // The result could not be sent (a function in it, a transfer refused):
+    // the task fails with that error instead.
+    parent.send([-id, serializeError(err)]);
+  }
+}
+
+function fail(id, err) {
+  parent.send([-id, serializeError(err)]);
+}
+
+// An async task settled: it is no longer abortable, and its answer goes out.
+class Pending {
+  constructor(id) {
+    this.id = id;
+  }
+
+  resolved(value) {
+    controllers.delete(this.id);
+    reply(this.id, value);
+  }
+
+  rejected(err) {
+    controllers.delete(this.id);
+    fail(this.id, err);
+  }
+}
+
+function noHandler(name) {
+  const err = new Error(`the worker's module exports no handler named "${name}"`);
+  err.code = 'ERR_PROCWIRE_POOL_NO_HANDLER';
+  return err;
+}
+
+function runTask(message) {
+  const id = message[0];
+  const fn = message.length > 2 ? handlers.get(message[2]) : defaultHandler;
+  if (typeof fn !== 'function') {
+    fail(id, noHandler(message.length > 2 ? message[2] : DEFAULT));
+    return;
+  }
+  // Only a handler that declares a second parameter gets a signal: making
+  // an AbortController for every small task would cost a fifth of it.
+  let controller;
+  let result;
+  try {
+    if (fn.length >= 2) {
+      controller = new AbortController();
+      result = fn(message[1], controller.signal);
+    } else {
+      result = fn(message[1]);
+    }
+  } catch (err) {
+    fail(id, err);
+    return;
+  }
+  if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+    if (controller !== undefined) controllers.set(id, controller);
+    const pending = new Pending(id);
+    result.then((v) => pending.resolved(v), (e) => pending.rejected(e));
+    return;
+  }
+  reply(id, result);
+}
+
+function onMessage(message) {
+  if (typeof message === 'number') {
+    const controller = controllers.get(message);
+    if (controller !== undefined) {
+      controllers.delete(message);
+      const reason = new Error('the task was aborted by the pool');
+      reason.name = 'AbortError';
+      controller.abort(reason);
+    }
+    return;
+  }
+  runTask(message);
+}
+
+// Handlers from what the module exports: a function is the default
+// handler; an object's function properties are named handlers (its
+// `default`, or an ES module's default export, is the default one).
+function collect(exported) {
+  if (typeof exported === 'function') defaultHandler = exported;
+  else if (exported === null || typeof exported !== 'object') return;
+  for (const key of Object.keys(exported)) {
+    const value = exported[key];
+    if (typeof value === 'function') handlers.set(key, value);
+  }
+  // `export default { a, b }` or module.exports = { default: { ... } }.
+  const inner = exported.default;
+  if (typeof inner === 'function' && defaultHandler === null) defaultHandler = inner;
+  else if (inner !== null && typeof inner === 'object') {
+    for (const key of Object.keys(inner)) {
+      if (typeof inner[key] === 'function' && !handlers.has(key)) handlers.set(key, inner[key]);
+    }
+  }
+}
+
+async function load(file) {
+  if (/\.mjs$/i.test(file)) return import(url.pathToFileURL(file).href);
+  try {
+    return require(file);
+  } catch (err) {
+    // An ES module in a .js file (package "type": "module"), or one with
+    // top-level await that require() cannot load on this Node line.
+    if (err && (err.code === 'ERR_REQUIRE_ESM' || err.code === 'ERR_REQUIRE_ASYNC_MODULE')) {
+      return import(url.pathToFileURL(file).href);
+    }
+    throw err;
+  }
+}
+
+async function main() {
+  const file = path.resolve(process.argv[2]);
+  const defaultName = process.argv[3] || DEFAULT;
+  let exported;
+  try {
+    exported = await load(file);
+    collect(exported);
+    if (defaultName !== DEFAULT) defaultHandler = handlers.get(defaultName) || null;
+    if (defaultHandler === null && handlers.size === 0) {
+      throw new TypeError(`${file} exports no function: export one (module.exports = fn) or an object of named functions`);
+    }
+  } catch (err) {
+    tell({ loadError: serializeError(err) });
+    parent.close();
+    return;
+  }
+  if (defaultHandler !== null) handlers.set(DEFAULT, defaultHandler);
+  parent.on('message', onMessage);
+  tell('ready');
+}
+
+// The pool may have let this worker go while it loaded (close(), destroy()):
+// then there is nobody to tell, and the worker just ends.
+function tell(message) {
+  try {
+    parent.send(message);
+  } catch {
+    parent.close();
+  }
+}
+
+if (parent === null) {
+  process.stderr.write('procwire pool worker: not started by procwire.Pool\n');
+  process.exitCode = 1;
+} else {
+  main();
+}

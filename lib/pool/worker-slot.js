@@ -1,0 +1,171 @@
+'use strict';
+// One pool worker: a procwire child running lib/pool/worker-runtime.js over
+// the user's module, the tasks it holds (id -> task), its counters, the
+// tail of its stderr, and its end. It tells its pool what happens through
+// the pool's symbol-named methods (./symbols.js); it decides nothing about
+// scheduling.
+
+const path = require('path');
+const { fork } = require('../fork');
+const { kReady, kResult, kExit } = require('./symbols');
+
+const RUNTIME = path.join(__dirname, 'worker-runtime.js');
+const STDERR_TAIL = 4096;
+// After its exit, how long a worker's stderr may stay open (a grandchild
+// holding it) before its end is reported with the tail read so far.
+const STDERR_LINGER_MS = 500;
+// A retired worker whose module keeps it alive after its channel closed
+// gets this long before SIGKILL.
+const RETIRE_KILL_MS = 5000;
+
+const STARTING = 'starting';
+const READY = 'ready';
+const RETIRING = 'retiring';
+const DEAD = 'dead';
+
+class WorkerSlot {
+  constructor(pool, spawn) {
+    this.pool = pool;
+    this.state = STARTING;
+    this.tasks = new Map();  // id -> task sent and not yet answered
+    this.load = 0;           // tasks.size, read on every dispatch
+    this.completed = 0;
+    this.busySince = 0;
+    this.busyMs = 0;
+    this.idleSince = 0;
+    this.loadError = null;   // what the module threw while loading
+    this.killedFor = null;   // why the pool killed it, if it did
+    this.stderr = '';
+    this.exit = null;        // { exitCode, signalCode } once it exited
+    this.refed = true;
+    this.killTimer = null;
+    this.lingerTimer = null;
+    this.stderrClosed = false;
+    this.child = fork(RUNTIME, spawn.args, {
+      child: 'procwire',
+      serialization: spawn.serialization,
+      execArgv: spawn.execArgv,
+      env: spawn.env,
+      stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
+    });
+    this.pid = this.child.pid;
+    this.channel = this.child.channel;
+    this.child.on('message', (m) => this.onMessage(m));
+    this.child.on('error', () => { /* a failed kill or spawn: its exit reports it */ });
+    this.child.stderr.on('data', (chunk) => this.onStderr(chunk));
+    this.child.stderr.once('close', () => {
+      this.stderrClosed = true;
+      if (this.exit !== null) this.ended();
+    });
+    this.child.once('exit', (exitCode, signal) => this.onExit(exitCode, signal));
+  }
+
+  onMessage(m) {
+    if (Array.isArray(m)) {
+      let id = m[0];
+      const ok = id > 0;
+      if (!ok) id = -id;
+      const task = this.tasks.get(id);
+      if (task === undefined) return;
+      this.tasks.delete(id);
+      this.load--;
+      this.pool[kResult](this, task, ok, m[1]);
+      return;
+    }
+    if (m === 'ready' && this.state === STARTING) {
+      this.state = READY;
+      this.pool[kReady](this);
+    } else if (m !== null && typeof m === 'object' && m.loadError !== undefined) {
+      this.loadError = m.loadError;
+    }
+  }
+
+  // The worker's stderr goes on to ours, as an inherited one would, and its
+  // last few KiB are kept for the error that reports its death.
+  onStderr(chunk) {
+    process.stderr.write(chunk);
+    const text = this.stderr + chunk.toString('utf8');
+    this.stderr = text.length > STDERR_TAIL ? text.slice(-STDERR_TAIL) : text;
+  }
+
+  // Sends a task; throws (nothing sent) when the channel refuses it.
+  send(task) {
+    const message = task.name === undefined ? [task.id, task.task] : [task.id, task.task, task.name];
+    if (task.transfer === undefined) this.channel.send(message);
+    else this.channel.send(message, { transfer: task.transfer });
+    this.tasks.set(task.id, task);
+    this.load++;
+  }
+
+  // Asks the worker to abort a running task (its handler's signal fires).
+  abort(task) {
+    if (this.state === DEAD || this.channel === null || !this.child.connected) return;
+    try {
+      this.channel.send(task.id);
+    } catch {
+      // The channel just closed: the exit that follows settles it.
+    }
+  }
+
+  // Graceful end: the worker's channel closes and it exits by itself once
+  // its module holds nothing else open; SIGKILL if it does not.
+  retire() {
+    if (this.state === DEAD || this.state === RETIRING) return;
+    this.state = RETIRING;
+    if (this.child.connected) this.child.disconnect();
+    this.killTimer = setTimeout(() => this.kill('retire'), RETIRE_KILL_MS);
+    this.killTimer.unref();
+  }
+
+  kill(reason) {
+    if (this.exit !== null) return;
+    if (this.killedFor === null) this.killedFor = reason;
+    if (this.state !== DEAD) this.state = RETIRING;
+    this.child.kill('SIGKILL');
+  }
+
+  // The end is reported once stderr is drained too, so the error carries
+  // the worker's last words (ChildProcess's own 'close' never comes after
+  // a disconnect() of ours, as in Node). A grandchild holding stderr open
+  // must not hold the report back for ever.
+  onExit(exitCode, signal) {
+    this.exit = { exitCode, signalCode: signal };
+    if (this.killTimer !== null) clearTimeout(this.killTimer);
+    if (this.stderrClosed) this.ended();
+    else this.lingerTimer = setTimeout(() => this.ended(), STDERR_LINGER_MS);
+  }
+
+  ended() {
+    if (this.state === DEAD) return;
+    if (this.exit === null) this.exit = { exitCode: this.child.exitCode, signalCode: this.child.signalCode };
+    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
+    const wasReady = this.state !== STARTING;
+    this.state = DEAD;
+    this.load = 0;
+    this.pool[kExit](this, wasReady);
+    this.tasks.clear();
+    this.child.stderr.destroy();
+  }
+
+  // While the pool has no task, its workers do not keep this process alive.
+  setRef(on) {
+    if (this.refed === on || this.state === DEAD) return;
+    this.refed = on;
+    const channel = this.child.channel;
+    if (on) {
+      this.child.ref();
+      if (channel) channel.ref();
+      this.child.stderr.ref();
+    } else {
+      this.child.unref();
+      if (channel) channel.unref();
+      this.child.stderr.unref();
+    }
+  }
+
+  describe() {
+    return { pid: this.pid, state: this.state, running: this.load, completed: this.completed };
+  }
+}
+
+module.exports = { WorkerSlot, STARTING, READY, RETIRING, DEAD };

@@ -1,0 +1,308 @@
+'use strict';
+// procwire.Pool with real worker processes: handlers (CommonJS, ESM,
+// named), crashes and kill -9, cancellation and timeouts (queued and
+// running, and a worker that ignores its signal), a full queue, close()
+// and destroy(), modules that cannot load, transfer both ways, growth and
+// shrinking, and a 10k-task run with random cancellations and crashes in
+// which every task settles exactly once and nothing is left behind.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const procwire = require('..');
+const { Pool, move } = require('../lib/pool');
+const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
+const { sleep, until, withTimeout } = require('./helpers/wait');
+
+const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
+const ESM_WORKER = path.join(__dirname, 'fixtures', 'pool-worker.mjs');
+const THROWS = path.join(__dirname, 'fixtures', 'pool-throws.js');
+const STEP = 20_000;
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A pool that the test destroys at its end whatever happened.
+function pool(t, options) {
+  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 2, ...options });
+  t.after(() => p.destroy());
+  return p;
+}
+
+async function rejects(promise, code) {
+  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
+  assert.ok(err, `expected a rejection with ${code}`);
+  assert.strictEqual(err.code, code, err.stack);
+  assert.ok(err instanceof procwire.errors.ProcwireError);
+  return err;
+}
+
+test('default and named handlers of a CommonJS module; errors keep their message and code', async (t) => {
+  const p = pool(t);
+  assert.strictEqual(procwire.Pool, Pool);
+  assert.strictEqual(await p.run({ a: 2, b: 3 }), 5);
+  assert.deepStrictEqual(await p.run({ x: [1, 2] }, { name: 'echo' }), { x: [1, 2] });
+  const err = await rejects(p.run('no good', { name: 'fail' }), 'ERR_PROCWIRE_REMOTE_ERROR');
+  assert.strictEqual(err.message, 'no good');
+  assert.deepStrictEqual([err.remote.name, err.remote.code], ['RangeError', 'E_FIXTURE']);
+  const missing = await rejects(p.run(1, { name: 'nope' }), 'ERR_PROCWIRE_POOL_NO_HANDLER');
+  assert.match(missing.message, /nope/);
+  // The pool's own `name` option picks the default handler.
+  const named = pool(t, { name: 'echo' });
+  assert.strictEqual(await named.run('same'), 'same');
+});
+
+test('an ES module worker: default export and a named async handler', async (t) => {
+  const p = pool(t, { filename: ESM_WORKER });
+  assert.strictEqual(await p.run({ a: 20, b: 22 }), 42);
+  assert.strictEqual(await p.run('shout', { name: 'upper' }), 'SHOUT');
+});
+
+test('a worker that crashes mid-task rejects exactly its task, with pid, exit code and stderr; it is replaced', async (t) => {
+  const p = pool(t, { minWorkers: 2, maxWorkers: 2 });
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  const slow = p.run(300, { name: 'sleep' });
+  const crashing = p.run(3, { name: 'crash' });
+  const err = await rejects(crashing, 'ERR_PROCWIRE_POOL_WORKER_EXITED');
+  assert.strictEqual(err.exitCode, 3);
+  assert.strictEqual(err.signalCode, null);
+  assert.ok(Number.isInteger(err.pid));
+  assert.match(err.stderr, new RegExp(`dying words of ${err.pid}`));
+  assert.strictEqual(await slow, 300, 'the task on the other worker was not touched');
+  await until(() => p.workers.length === 2 && p.workers.every((w) => w.pid !== err.pid && w.state === 'ready'),
+    STEP, 'a replacement worker');
+  assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
+  assert.strictEqual(p.stats().failed, 1);
+});
+
+test('kill -9 of a busy worker rejects its running tasks only; queued tasks run on the replacement', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, concurrentTasksPerWorker: 2 });
+  const [victim] = await Promise.all([p.run(null, { name: 'pid' })]);
+  const running = [p.run(10_000, { name: 'sleep' }), p.run(10_000, { name: 'sleep' })];
+  const queued = p.run({ a: 4, b: 5 });
+  await until(() => p.stats().running === 2, STEP, 'two running tasks');
+  process.kill(victim, 'SIGKILL');
+  for (const task of running) {
+    const err = await rejects(task, 'ERR_PROCWIRE_POOL_WORKER_EXITED');
+    assert.strictEqual(err.signalCode, 'SIGKILL');
+    assert.strictEqual(err.pid, victim);
+  }
+  assert.strictEqual(await withTimeout(queued, STEP, 'the queued task'), 9);
+  assert.notStrictEqual(await p.run(null, { name: 'pid' }), victim);
+});
+
+test('abort and timeout: a queued task leaves the queue, a running one sees its signal', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+  const pid = await p.run(null, { name: 'pid' });
+  const first = p.run(400, { name: 'sleep' });
+  const controller = new AbortController();
+  const queued = p.run({ a: 1, b: 1 }, { signal: controller.signal });
+  const timedOutQueued = p.run({ a: 1, b: 1 }, { timeout: 50 });
+  assert.strictEqual(p.queueSize, 2);
+  controller.abort(new Error('changed my mind'));
+  const err = await rejects(queued, 'ERR_PROCWIRE_TASK_ABORTED');
+  assert.strictEqual(err.cause.message, 'changed my mind');
+  await rejects(timedOutQueued, 'ERR_PROCWIRE_TASK_TIMEOUT');
+  assert.strictEqual(p.queueSize, 0);
+  assert.strictEqual(await first, 400);
+
+  const running = new AbortController();
+  const long = p.run(30_000, { name: 'sleep', signal: running.signal });
+  await until(() => p.stats().running === 1, STEP, 'the task running');
+  running.abort();
+  await rejects(long, 'ERR_PROCWIRE_TASK_ABORTED');
+  await rejects(p.run(30_000, { name: 'sleep', timeout: 100 }), 'ERR_PROCWIRE_TASK_TIMEOUT');
+  // The handler stopped when told: the same worker goes on.
+  await until(() => p.stats().running === 0, STEP, 'the aborted tasks to leave their worker');
+  assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
+  await rejects(p.run(1, { signal: AbortSignal.abort() }), 'ERR_PROCWIRE_TASK_ABORTED');
+});
+
+test('a running task that ignores its abort is killed after abortGracePeriod and its worker replaced', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, abortGracePeriod: 200 });
+  const pid = await p.run(null, { name: 'pid' });
+  const stuck = p.run(60_000, { name: 'stuck', timeout: 100 });
+  await rejects(stuck, 'ERR_PROCWIRE_TASK_TIMEOUT');
+  await until(() => !alive(pid), STEP, 'the stuck worker to be killed');
+  const next = await withTimeout(p.run(null, { name: 'pid' }), STEP, 'a task on the replacement');
+  assert.notStrictEqual(next, pid);
+});
+
+test('a full queue refuses with ERR_PROCWIRE_POOL_QUEUE_FULL, and drain follows', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, maxQueue: 2 });
+  await p.run(null, { name: 'pid' });
+  const tasks = [p.run(200, { name: 'sleep' }), p.run({ a: 1, b: 0 }), p.run({ a: 2, b: 0 })];
+  assert.strictEqual(p.needsDrain, true);
+  await rejects(p.run({ a: 3, b: 0 }), 'ERR_PROCWIRE_POOL_QUEUE_FULL');
+  const drained = new Promise((resolve) => p.once('drain', resolve));
+  assert.deepStrictEqual(await Promise.all(tasks), [200, 1, 2]);
+  await withTimeout(drained, STEP, "'drain'");
+  assert.strictEqual(p.needsDrain, false);
+});
+
+test('close() finishes queued work, refuses new tasks, and leaves no worker behind', async (t) => {
+  const before = fdSnapshot();
+  const p = new Pool({ filename: WORKER, minWorkers: 2, maxWorkers: 2 });
+  const pids = await Promise.all([p.run(null, { name: 'pid' }), p.run(null, { name: 'pid' })]);
+  const work = Array.from({ length: 20 }, (_, i) => p.run({ a: i, b: 1 }));
+  const closed = p.close();
+  await rejects(p.run({ a: 1, b: 1 }), 'ERR_PROCWIRE_POOL_CLOSED');
+  assert.deepStrictEqual(await Promise.all(work), Array.from({ length: 20 }, (_, i) => i + 1));
+  await withTimeout(closed, STEP, 'close()');
+  assert.deepStrictEqual(pids.filter(alive), []);
+  assert.deepStrictEqual(p.workers, []);
+  assert.deepStrictEqual(fdsOpenedSince(before), []);
+});
+
+test('destroy() rejects queued and running tasks with ERR_PROCWIRE_POOL_CLOSED and kills the workers', async (t) => {
+  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 1 });
+  const pid = await p.run(null, { name: 'pid' });
+  const running = p.run(60_000, { name: 'stuck' });
+  const queued = p.run({ a: 1, b: 1 });
+  await until(() => p.stats().running === 1, STEP, 'the task running');
+  const destroyed = p.destroy();
+  await rejects(queued, 'ERR_PROCWIRE_POOL_CLOSED');
+  await rejects(running, 'ERR_PROCWIRE_POOL_CLOSED');
+  await withTimeout(destroyed, STEP, 'destroy()');
+  assert.strictEqual(alive(pid), false);
+});
+
+test('a module that throws at load, a missing file and a syntax error fail run() without a respawn loop', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const broken = path.join(dir, 'broken.js');
+  fs.writeFileSync(broken, 'module.exports = (x) => { return x +;\n');
+  const cases = [
+    [THROWS, (cause) => assert.strictEqual(cause.code, 'E_REFUSED')],
+    [path.join(dir, 'missing.js'), (cause) => assert.strictEqual(cause.code, 'MODULE_NOT_FOUND')],
+    [broken, (cause) => assert.strictEqual(cause.name, 'SyntaxError')],
+  ];
+  for (const [filename, check] of cases) {
+    const p = pool(t, { filename, minWorkers: 1, maxWorkers: 2 });
+    const err = await rejects(p.run({ a: 1, b: 1 }), 'ERR_PROCWIRE_POOL_WORKER_START');
+    check(err.cause);
+    // No new worker is forked until the next run(), which tries once more.
+    await sleep(200);
+    assert.deepStrictEqual(p.workers, []);
+    await rejects(p.run({ a: 1, b: 1 }), 'ERR_PROCWIRE_POOL_WORKER_START');
+    await sleep(100);
+    assert.deepStrictEqual(p.workers, []);
+  }
+});
+
+test('transfer both ways: an alloc() buffer to the worker and a big result back through shared memory', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+  // With a worker ready the task is sent, and its buffer handed over, at once.
+  await p.run(null, { name: 'pid' });
+  const buf = procwire.alloc(4 << 20);
+  buf.fill(7);
+  buf[buf.length - 1] = 9;
+  const sent = p.run(buf, { name: 'describe', transfer: [buf] });
+  assert.strictEqual(buf.length, 0, 'handed over: detached here');
+  assert.deepStrictEqual(await sent, { length: 4 << 20, first: 7, last: 9 });
+  const back = await p.run({ size: 16 << 20, byte: 3 }, { name: 'fill' });
+  assert.strictEqual(back.length, 16 << 20);
+  assert.strictEqual(back[0] + back[back.length - 1], 6);
+  // move() on the parent's side marks what run() transfers, as piscina's.
+  const moved = procwire.alloc(1 << 20);
+  const viaMove = p.run(move(moved), { name: 'describe' });
+  assert.strictEqual(moved.length, 0);
+  assert.strictEqual((await viaMove).length, 1 << 20);
+});
+
+test('minWorkers are warm, the pool grows to maxWorkers under load and shrinks after idleTimeout', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 3, idleTimeout: 150 });
+  await until(() => p.workers.some((w) => w.state === 'ready'), STEP, 'the warm worker');
+  const tasks = Array.from({ length: 3 }, () => p.run(600, { name: 'sleep' }));
+  await until(() => p.workers.length === 3, STEP, 'growth to maxWorkers');
+  await Promise.all(tasks);
+  await until(() => p.workers.length === 1, STEP, 'shrinking back to minWorkers');
+  const s = p.stats();
+  assert.strictEqual(s.completed, 3);
+  assert.ok(s.runTime.p50 >= 500 && s.runTime.p99 >= s.runTime.p50, JSON.stringify(s.runTime));
+  assert.ok(s.waitTime.p999 >= 0 && s.utilization > 0 && s.utilization <= 1);
+});
+
+test('bad options and arguments get coded errors', async (t) => {
+  const bad = [
+    {}, { filename: '' }, { filename: WORKER, minWorkers: 3, maxWorkers: 2 }, { filename: WORKER, maxWorkers: 0 },
+    { filename: WORKER, maxQueue: -1 }, { filename: WORKER, serialization: 'xml' },
+    { filename: WORKER, resourceLimits: { maxOldGenerationSizeMb: 0 } }, { filename: WORKER, resourceLimits: { heap: 1 } },
+    { filename: WORKER, execArgv: '--x' }, { filename: WORKER, idleTimeout: -5 },
+  ];
+  for (const options of bad) {
+    assert.throws(() => new Pool(options), { code: 'ERR_PROCWIRE_INVALID_ARG' }, JSON.stringify(options));
+  }
+  assert.throws(() => new Pool(), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  const p = pool(t, { minWorkers: 0, resourceLimits: { maxOldGenerationSizeMb: 64 } });
+  await rejects(p.run(1, { timeout: -1 }), 'ERR_PROCWIRE_INVALID_ARG');
+  await rejects(p.run(1, { signal: {} }), 'ERR_PROCWIRE_INVALID_ARG');
+  await rejects(p.run(1, null), 'ERR_PROCWIRE_INVALID_ARG');
+  await rejects(p.run(() => 1), 'ERR_PROCWIRE_UNSERIALIZABLE');
+  assert.strictEqual(await p.run({ a: 1, b: 2 }), 3);
+});
+
+test('10k tasks with random cancellations and crashes: each settles exactly once, nothing is left behind', async (t) => {
+  const before = fdSnapshot();
+  const p = new Pool({ filename: WORKER, minWorkers: 2, maxWorkers: 3, concurrentTasksPerWorker: 8, maxQueue: 20_000 });
+  const seen = new Set();
+  let seed = 42;
+  const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const settled = new Array(10_000).fill(0);
+  const outcomes = {};
+  const tasks = [];
+  for (let i = 0; i < 10_000; i++) {
+    const r = random();
+    const op = r < 0.002 ? 'crash' : r < 0.1 ? 'sleep' : 'value';
+    const options = { name: 'mixed' };
+    let controller;
+    if (random() < 0.1) {
+      controller = new AbortController();
+      options.signal = controller.signal;
+      setTimeout(() => controller.abort(), Math.floor(random() * 30));
+    } else if (random() < 0.05) {
+      options.timeout = 1 + Math.floor(random() * 20);
+    }
+    tasks.push(p.run({ op, ms: Math.floor(random() * 10), value: i }, options).then((v) => {
+      assert.strictEqual(v, i);
+      return 'ok';
+    }, (err) => err.code).then((outcome) => {
+      settled[i]++;
+      outcomes[outcome] = (outcomes[outcome] || 0) + 1;
+    }));
+  }
+  await withTimeout(Promise.all(tasks), 45_000, 'every task to settle');
+  assert.deepStrictEqual(settled.filter((n) => n !== 1), [], 'each task settled exactly once');
+  assert.ok(outcomes.ok > 8000, JSON.stringify(outcomes));
+  assert.ok(outcomes.ERR_PROCWIRE_POOL_WORKER_EXITED >= 1, JSON.stringify(outcomes));
+  assert.deepStrictEqual(Object.keys(outcomes).filter((c) => c !== 'ok' && !/^ERR_PROCWIRE_(POOL_WORKER_EXITED|TASK_ABORTED|TASK_TIMEOUT)$/.test(c)), []);
+  const s = p.stats();
+  assert.strictEqual(s.queued, 0);
+  for (const w of p.workers) seen.add(w.pid);
+  await withTimeout(p.close(), STEP, 'close()');
+  assert.deepStrictEqual([...seen].filter(alive), [], 'no worker left');
+  await until(() => fdsOpenedSince(before).length === 0, STEP, `descriptors to close: ${JSON.stringify(fdsOpenedSince(before))}`);
+});
+
+test('a pool made by `node -e` code forks workers that run their module, not that code again', () => {
+  // The guard makes a worker that would run the -e code again exit at
+  // once (its start then fails) instead of making pools of its own.
+  const code = `
+    if (process.env.POOL_TEST_NESTED) process.exit(0);
+    process.env.POOL_TEST_NESTED = '1';
+    const { Pool } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const pool = new Pool({ filename: ${JSON.stringify(WORKER)}, minWorkers: 1, maxWorkers: 1 });
+    pool.run({ a: 1, b: 2 }).then((v) => console.log('result', v), (e) => console.log('error', e.code))
+      .finally(() => pool.close());`;
+  const r = require('child_process').spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: STEP });
+  assert.strictEqual(r.stdout.trim(), 'result 3', r.stderr);
+  assert.strictEqual(r.status, 0);
+});
