@@ -17,4 +17,5 @@ export type {
   SendHandle, ProcwireForkOptions, ProcwireChildProcess, Address, AuthOptions, ListenOptions,
   UnixServerAddress, TcpServerAddress, NatsServerAddress, ServerAddress,
   PoolOptions, RunOptions, PoolHistogram, PoolWorkerInfo, PoolStats, Moved,
+  DurableNatsOptions, DurableChannel, DurableStats,
 } from './index.js';

@@ -235,8 +235,14 @@ export interface NatsOptions extends ChannelOptions {
   queue?: string;
   /** More NATS server URLs. */
   servers?: string[];
-  /** Options passed to the nats client (user, pass, token, tls, ...). */
+  /** Options passed to the NATS client's connect() as they are (reconnect policy: maxReconnectAttempts, reconnectTimeWait, ...). */
   nats?: Record<string, unknown>;
+  /** Which NATS client: '@nats-io/transport-node' (v3, the default when installed) or 'nats' (v2). */
+  natsClient?: '@nats-io/transport-node' | 'nats';
+  /** Credentials: user and password, a token, an nkey seed, or a .creds file (its text or path). */
+  credentials?: { user: string; pass?: string } | { token: string } | { nkey: string } | { creds: string };
+  /** The NATS client's TLS options (caFile, certFile, keyFile, or ca, cert, key). */
+  tls?: Record<string, unknown>;
   /** An existing NatsConnection to share (procwire will not close it). */
   connection?: unknown;
   /** Prefix of channel subjects (default '_PROCWIRE'). */
@@ -246,6 +252,55 @@ export interface NatsOptions extends ChannelOptions {
   heartbeat?: number;
   /** Silence after which the channel closes (default 4 x heartbeat). */
   peerTimeout?: number;
+}
+
+/** Options of durable NATS channels: listen/connect('nats://...', { durable: true, ... }). */
+export interface DurableNatsOptions extends NatsOptions {
+  /** Requests go through a JetStream work queue: stored, redelivered after a worker dies, one reply each. */
+  durable: true;
+  /** listen only: the workers' shared durable consumer (default 'procwire'). */
+  queue?: string;
+  /** Stream name (default 'PROCWIRE_' + subject with '.' as '_'). */
+  stream?: string;
+  /** Stream storage (default 'file'). */
+  storage?: 'file' | 'memory';
+  /** Stream replicas (default 3 on a cluster, 1 on a single server). */
+  replicas?: number;
+  /** ms a worker may hold a request without a progress ack before it goes to another worker (default 30000). */
+  ackWait?: number;
+  /** ms within which a request or reply published twice under the same id is stored once (default 120000). */
+  duplicateWindow?: number;
+  /** ms after which an unread request or reply leaves the stream (default 3600000). */
+  maxAge?: number;
+  /** listen only: requests one worker runs at once (default 16). */
+  concurrency?: number;
+  /** listen only: requests out at all workers at once, unacked (default 1024). */
+  maxAckPending?: number;
+  /** connect only: ms after which the server drops a gone caller's reply consumer (default 60000). */
+  callerIdle?: number;
+}
+
+/** What a durable NATS channel's stats() adds. */
+export interface DurableStats {
+  /** Requests this worker got after another worker had held them. */
+  redeliveries: number;
+  /** Second replies to one request, dropped (by the stream, counted by the worker; or by the caller). */
+  duplicatesSuppressed: number;
+  /** Replies to requests that had timed out or were cancelled. */
+  lateReplies: number;
+  /** Publishes tried again (lost acknowledgement, failover). */
+  republished: number;
+  /** Progress acks sent while a responder ran. */
+  progressAcks: number;
+  /** Requests cancelled (timeout, abort). */
+  cancelled: number;
+}
+
+/** The channel of a durable NATS listener (the worker's) or connect() (the caller's): requests only. */
+export interface DurableChannel extends Channel {
+  readonly subject: string;
+  readonly stream: string;
+  stats(): ChannelStats & DurableStats;
 }
 
 export interface SendOptions {
@@ -414,15 +469,17 @@ export declare class Server<A extends ServerAddress = ServerAddress> extends Eve
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
+export declare function listen(url: `nats://${string}`, options: DurableNatsOptions, onChannel?: (channel: DurableChannel) => void): Server<NatsServerAddress>;
 export declare function listen(url: `nats://${string}`, options: NatsOptions, onChannel?: (channel: Channel) => void): Server<NatsServerAddress>;
 export declare function listen(address: { port: number; host?: string }, onChannel?: (channel: Channel) => void): Server<TcpServerAddress>;
 export declare function listen(address: { port: number; host?: string }, options: ListenOptions, onChannel?: (channel: Channel) => void): Server<TcpServerAddress>;
 export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
 export declare function listen(address: string | { path: string } | { name: string; abstract?: boolean }, options: ListenOptions, onChannel?: (channel: Channel) => void): Server<UnixServerAddress>;
 /** Any address, a nats:// URL in a plain string included. */
-export declare function listen(address: Address, options?: ListenOptions | NatsOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function listen(address: Address, options?: ListenOptions | NatsOptions | DurableNatsOptions, onChannel?: (channel: Channel) => void): Server;
+export declare function connect(url: `nats://${string}`, options: DurableNatsOptions): Promise<DurableChannel>;
 export declare function connect<In = any, Out = any>(url: `nats://${string}`, options: NatsOptions): Promise<Channel<In, Out>>;
-export declare function connect<In = any, Out = any>(address: Address, options?: (ChannelOptions & AuthOptions) | NatsOptions): Promise<Channel<In, Out>>;
+export declare function connect<In = any, Out = any>(address: Address, options?: (ChannelOptions & AuthOptions) | NatsOptions | DurableNatsOptions): Promise<Channel<In, Out>>;
 
 /**
  * The child's end of a fork(..., { child: 'procwire' }) channel, or null.

@@ -218,7 +218,7 @@ const MAX_SERIES = 6;
 const GROUPS = {
   roundtrip: [
     { title: 'procwire and Node fork IPC, by serialization', peers: ['procwire-advanced', 'procwire-json', 'procwire-plain-advanced', 'procwire-plain-json', 'node-advanced', 'node-json'] },
-    { title: 'procwire channel transports', peers: ['procwire-advanced', 'procwire-unix', 'procwire-tcp', 'procwire-tls', 'nats', 'node-advanced'] },
+    { title: 'procwire channel transports', peers: ['procwire-advanced', 'procwire-unix', 'procwire-tcp', 'procwire-tls', 'nats', 'nats-request', 'nats-durable', 'node-advanced'] },
     { title: 'other IPC between processes', peers: ['procwire-advanced', 'net-unix', 'redis', 'zeromq', 'node-advanced'] },
     { title: 'Node lines with a native advanced codec', peers: ['procwire-advanced', 'node24-advanced', 'node26-advanced', 'node-advanced'] },
   ],

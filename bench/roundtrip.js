@@ -5,6 +5,7 @@
 // repeats are interleaved (A B C ... A B C ...).
 //
 //   node bench/roundtrip.js [--quick]      (or: procwire bench --suite roundtrip)
+//   PROCWIRE_BENCH_PEERS=procwire-tcp,nats,nats-request,nats-durable node bench/roundtrip.js --quick
 
 const path = require('path');
 const harness = require('./lib/harness');
@@ -34,13 +35,15 @@ const PEERS = [
   { id: 'redis', label: 'Redis pub/sub (unix socket)' },
   { id: 'zeromq', label: 'ZeroMQ PAIR (ipc)' },
   { id: 'nats', label: 'procwire over NATS (nats-server, TCP loopback)' },
+  { id: 'nats-request', label: 'procwire over NATS, request/reply (core)' },
+  { id: 'nats-durable', label: 'procwire over NATS, durable request/reply (JetStream R1, file)' },
   { id: 'c-socketpair', label: 'C reference: socketpair, batched', reference: { transport: 'socketpair' } },
   { id: 'c-ring', label: 'C reference: shared-memory rings, eventfd', reference: { transport: 'ring' } },
   { id: 'c-ring-pinned', label: 'C reference: shared-memory rings, one CPU', reference: { transport: 'ring', pinned: true } },
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-socket', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
   'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node24-advanced', 'node26-advanced', 'worker-threads', 'net-unix', 'redis', 'zeromq', 'nats',
-  'c-socketpair', 'c-ring']);
+  'nats-request', 'nats-durable', 'c-socketpair', 'c-ring']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 
@@ -135,7 +138,9 @@ async function plan({ quick, repeats, log, tmp }) {
   const natsServer = await startNats(tmp, { trackPid: harness.trackPid, untrackPid: harness.untrackPid });
   const notes = [`${IN_FLIGHT} messages in flight; { payload: '.'.repeat(len) }; the child decodes and re-sends each one.`,
     'Socket, Redis and ZeroMQ peers carry JSON text (JSON.stringify/parse on both sides).',
-    'NATS: procwire channels (advanced codec) through a private nats-server on loopback: two TCP hops per direction.',
+    'NATS: procwire channels (advanced codec) through a private nats-server on loopback: two TCP hops per direction. ' +
+      'nats-request and nats-durable send requests (channel.request(), 256 in flight) to a worker that answers with the ' +
+      'value; durable stores each request and each reply in a JetStream work queue (file storage, R1) before it is acked.',
     'C references (bench/ring.c): frames of u32 length + len bytes, the same window in flight, a C child echoing; ' +
       'socketpair = batched reads and writes; rings = one shared-memory ring per direction, eventfd wake-ups only ' +
       'for a sleeping reader after an adaptive spin; "one CPU" pins both processes to the same CPU.'];
@@ -146,11 +151,13 @@ async function plan({ quick, repeats, log, tmp }) {
   if (!node24) log(`  roundtrip: Node 24 row skipped: ${harness.missingNode(24)}`);
   const ring = buildC(tmp, 'ring');
   if (ring.skip) log(`  roundtrip: C references skipped: ${ring.skip}`);
-  const peers = PEERS.filter((p) => !quick || QUICK_PEERS.has(p.id)).map((p) => {
+  // PROCWIRE_BENCH_PEERS=a,b: only these rows (to re-run a few on a quiet machine).
+  const only = process.env.PROCWIRE_BENCH_PEERS ? new Set(process.env.PROCWIRE_BENCH_PEERS.split(',')) : null;
+  const peers = PEERS.filter((p) => (!quick || QUICK_PEERS.has(p.id)) && (only === null || only.has(p.id))).map((p) => {
     const out = { ...p };
     if (p.id === 'redis' && redis.skip) out.skip = redis.skip;
     if (p.id === 'zeromq' && zmqSkip) out.skip = zmqSkip;
-    if (p.id === 'nats' && natsServer.skip) out.skip = natsServer.skip;
+    if (p.id.startsWith('nats') && natsServer.skip) out.skip = natsServer.skip;
     if (p.reference && ring.skip) out.skip = ring.skip;
     if (p.id === 'node26-advanced') {
       if (!node26) out.skip = harness.missingNode(26);

@@ -4,8 +4,9 @@
 // their channels over the workers. This example starts its own private
 // nats-server on loopback, two worker processes and a client.
 //
-// Needs the `nats-server` binary (scripts/setup.sh installs it) and the
-// `nats` npm package (an optional peer of procwire: npm install nats).
+// Needs the `nats-server` binary (scripts/setup.sh installs it) and a NATS
+// client, an optional peer of procwire: npm install @nats-io/transport-node
+// (or an installed `nats` v2).
 //
 //   node examples/nats-fleet.js
 
@@ -57,11 +58,15 @@ async function main() {
   } catch {
     return skip('nats-server is not installed (scripts/setup.sh installs it)');
   }
-  try {
-    require.resolve('nats');
-  } catch {
-    return skip('the nats package is not installed (npm install nats)');
-  }
+  const clients = ['@nats-io/transport-node', 'nats'].filter((name) => {
+    try {
+      require.resolve(name);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (clients.length === 0) return skip('no NATS client is installed (npm install @nats-io/transport-node)');
 
   const port = await freePort();
   const url = `nats://127.0.0.1:${port}`;

@@ -15,7 +15,7 @@
 //     3: the read ends (AfterRead with the framer's buffered bytes);
 //     4: a handle is claimed directly (TakeHandle);
 //     5-7: a segment announcement [0xFE][next byte] or a ring set-up
-//        [0xFD][1] is framed and read, with the next byte's low 2 bits
+//        [0xFD][2] is framed and read, with the next byte's low 2 bits
 //        descriptors on its first byte, as an honest peer sends them.
 //
 // Invariants (any break aborts, and libFuzzer keeps the input):

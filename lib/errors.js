@@ -59,7 +59,7 @@ const CODES = {
   ERR_PROCWIRE_NATIVE_UNAVAILABLE: ['NativeUnavailableError', Error,
     'The native addon could not be loaded.'],
   ERR_PROCWIRE_NATS: ['NatsError', Error,
-    'The NATS client or server failed (connection closed for good, permission denied, protocol error); `cause` holds the nats error.'],
+    'The NATS client or server failed (connection closed for good, permission denied, protocol error; or no NATS client is installed, and the message names the package to install); `cause` holds the client error.'],
   ERR_PROCWIRE_OUT_OF_MEMORY: ['OutOfMemoryError', RangeError,
     'Memory for data from the peer could not be allocated; that channel was closed (the process goes on).'],
   ERR_PROCWIRE_FRAME_TRUNCATED: ['FrameTruncatedError', Error,

@@ -54,15 +54,20 @@ function validatedModulePath(modulePath) {
 // child runs another binary (whose ABI the addon may not match), and under
 // the permission model (which refuses addons unless allowed, and may refuse
 // reading the preload).
+// A child started with --expose-internals may reach Node's own channel handle
+// (process[kChannelHandle], as Node's own tests do), which only Node's IPC
+// sets: it keeps Node's channel too.
 const PERMISSION_FLAG = /(^|\s)--(experimental-)?permission\b/;
+const INTERNALS_FLAG = /(^|\s)--expose[-_]internals\b/;
+const KEEPS_NODE_IPC = [PERMISSION_FLAG, INTERNALS_FLAG];
 function defaultChildMode(options) {
   const { native } = require('./native');
   if (!native) return 'node';
   if (options.execPath !== undefined && options.execPath !== process.execPath) return 'node';
   const execArgv = options.execArgv || process.execArgv;
-  if (execArgv.some((a) => PERMISSION_FLAG.test(a))) return 'node';
+  if (execArgv.some((a) => KEEPS_NODE_IPC.some((flag) => flag.test(a)))) return 'node';
   const env = options.env || process.env;
-  if (typeof env.NODE_OPTIONS === 'string' && PERMISSION_FLAG.test(env.NODE_OPTIONS)) return 'node';
+  if (typeof env.NODE_OPTIONS === 'string' && KEEPS_NODE_IPC.some((flag) => flag.test(env.NODE_OPTIONS))) return 'node';
   return 'native';
 }
 
@@ -79,6 +84,30 @@ function stdioFromString(stdio) {
 
 // fork(modulePath[, args][, options]) with child_process.fork's argument
 // handling, checks and errors, and the channel run by procwire.
+// Tells the child where its end of the channel is, for its child mode.
+function setChannelEnv(env, mode, slot, serialization) {
+  if (mode === 'node') {
+    env.NODE_CHANNEL_FD = String(slot);
+    env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
+  } else if (mode === 'native') {
+    // The child's own process.send is served natively: lib/child-preload.js
+    // takes the channel and restores NODE_OPTIONS. It goes FIRST in
+    // NODE_OPTIONS (Node runs NODE_OPTIONS' --require before the command
+    // line's, and every --require before any --import), so it has scrubbed
+    // its variables before a user's preload can spawn a helper, as Node
+    // removes NODE_CHANNEL_FD before any preload runs.
+    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
+    // Unset when NODE_OPTIONS was unset: the preload then removes it.
+    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
+    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
+    env.NODE_OPTIONS = `--require ${JSON.stringify(PRELOAD)}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
+  } else {
+    env.PROCWIRE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_SERIALIZATION = serialization;
+  }
+}
+
 function fork(modulePath, args, options) {
   modulePath = validatedModulePath(modulePath);
   if (args == null) {
@@ -174,22 +203,7 @@ function fork(modulePath, args, options) {
   // its small messages that cost nothing measurable (json 64 B and 1 KiB,
   // advanced 1 KiB, 256 in flight); at 1 MiB it doubled the round trips.
   if (native && mode === 'node') binding.widenSendBuffer(childFd);
-  if (mode === 'node') {
-    env.NODE_CHANNEL_FD = String(slot);
-    env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
-  } else if (mode === 'native') {
-    // The child's own process.send is served natively: lib/child-preload.js
-    // runs first (NODE_OPTIONS, restored there) and takes the channel.
-    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
-    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
-    // Unset when NODE_OPTIONS was unset: the preload then removes it.
-    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
-    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
-    env.NODE_OPTIONS = `${env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ` : ''}--require ${JSON.stringify(PRELOAD)}`;
-  } else {
-    env.PROCWIRE_CHANNEL_FD = String(slot);
-    env.PROCWIRE_SERIALIZATION = serialization;
-  }
+  setChannelEnv(env, mode, slot, serialization);
 
   const spawnOptions = { ...options, stdio, env };
   for (const key of PROCWIRE_OPTIONS) delete spawnOptions[key];

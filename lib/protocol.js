@@ -27,6 +27,12 @@ const CMD = Object.freeze({
 // Version of the NODE_PROCWIRE_CAPS message.
 const CAPABILITIES_VERSION = 1;
 
+// The `rings` value of NODE_PROCWIRE_CAPS: the version of the ring set-up
+// frame (src/core/protocol.h, kRingSetupVersion). Ends whose versions differ
+// do not start rings and stay on the socket. Version 2: each end's set-up
+// carries the wake-up link of the ring it reads, made by the reader.
+const RINGS_VERSION = 2;
+
 // Node's host-object tags in `advanced` payloads, and procwire's extension.
 const HOST_TAG = Object.freeze({ VIEW: 0, OTHER: 1, SEGMENT_VIEW: 2 });
 
@@ -75,6 +81,7 @@ module.exports = {
   INTERNAL_PREFIX,
   CMD,
   CAPABILITIES_VERSION,
+  RINGS_VERSION,
   HOST_TAG,
   VIEW_INDEX,
   VIEW_CTOR_BY_INDEX,

@@ -7,6 +7,8 @@
 #   FUZZ_SECONDS=30          fuzzing time per target
 #   TEST_FILE_SECONDS=600    time limit of one test file on one Node line
 #   CACHE_SECONDS=2400       time limit of the cold toolchain and prebuilt-addon step
+#   FAULT_RUN_SECONDS=600    time limit of the NATS fault run (test/fault/, once)
+#   FAULT_REQUESTS=100000    requests in that run
 #
 # Each test file runs in its own `node --test` under `timeout`, so a file that
 # hangs (a child or server left holding its event loop) fails by name within
@@ -86,6 +88,24 @@ for major in $lines; do
     [ "$rc" = 0 ] || status=1
   done
 done
+
+# The NATS fault run (test/fault/): 100k durable requests and the same run on
+# core NATS over a 3-server JetStream cluster, with workers and a server
+# killed. Heavy, so once, on this machine's Node, within its own budget.
+echo "== NATS fault run (once, on $(node --version)) =="
+[ -f "$root/build/Release/procwire.node" ] || npm run build >/dev/null
+log="$(mktemp)"
+PROCWIRE_ADDON="$root/build/Release/procwire.node" \
+  timeout --kill-after=10 "${FAULT_RUN_SECONDS:-600}" \
+  node --test --test-reporter=spec test/fault/*.test.js 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+count "$log"
+rm -f "$log"
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  echo "✖ the NATS fault run did not finish within ${FAULT_RUN_SECONDS:-600} s"
+  failed=$((failed + 1))
+fi
+[ "$rc" = 0 ] || status=1
 
 echo
 echo "procwire: $passed passed, $failed failed"

@@ -81,7 +81,7 @@ function fdsLinkingTo(prefix) {
 for (const when of ['before its hello', 'after its hello, before its proof']) {
   test(`a ring set-up sent ${when} maps nothing and the peer is refused`, { ...TIMEOUT, skip }, async (t) => {
     // A working pair first, so this process holds a valid ring memfd and
-    // eventfd to send, as a hostile local peer could.
+    // wake-up link end to send, as a hostile local peer could.
     const p = await namedPair();
     t.after(() => p.close());
     p.client.send('x');
@@ -89,7 +89,7 @@ for (const when of ['before its hello', 'after its hello, before its proof']) {
     p.serverSide.send('y');
     await withTimeout(nextMessage(p.client, (m) => m === 'y'), 20_000, 'y');
     const [ringFd] = fdsLinkingTo('/memfd:procwire-ring');
-    const [wakeFd] = fdsLinkingTo('anon_inode:[eventfd]');
+    const [wakeFd] = fdsLinkingTo('socket:');
     assert.ok(ringFd !== undefined && wakeFd !== undefined);
 
     // A server that requires the hello (its key file beside the socket).
@@ -108,7 +108,7 @@ for (const when of ['before its hello', 'after its hello, before its proof']) {
     if (when !== 'before its hello') {
       raw.send({ cmd: 'NODE_PROCWIRE_HELLO', v: HELLO_VERSION, nonce: 'ab'.repeat(32) });
     }
-    raw[kWriter].sendRaw(Buffer.from([0, 0, 0, 2, 0xfd, 1]), [ringFd, wakeFd]);
+    raw[kWriter].sendRaw(Buffer.from([0, 0, 0, 2, 0xfd, 2]), [ringFd, wakeFd]);
     const err = await withTimeout(rejected, 10_000, 'the server to refuse the peer');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_REQUIRED', err.message);
     assert.strictEqual(ringMaps(), mapsBefore, 'no ring was mapped for the peer');

@@ -332,6 +332,49 @@ async function natsEcho(url, subject) {
   ch.send({ ready: true });
 }
 
+// procwire request/reply over NATS, the driver the caller: 'nats-request'
+// core NATS (a request subject per request), 'nats-durable' a durable
+// channel (each request stored in a JetStream work queue on the run's
+// nats-server, file storage, R1; its reply stored before the request is
+// acked). The worker is a child (this file, --nats-worker) that answers
+// with the request's value, up to 256 at once; t.send(m) is a request, its
+// reply t.onmessage.
+async function openNatsRequests(peerId, ctx) {
+  const pw = procwire();
+  const durable = peerId === 'nats-durable';
+  const subject = `bench.${peerId}.${process.pid}`;
+  const child = childProcess.fork(__filename, ['--nats-worker', ctx.natsUrl, subject, durable ? 'durable' : 'core'], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  await waitReady((cb) => {
+    child.once('message', (m) => cb(m === 'ready' ? null : new Error('bad ready')));
+    child.once('exit', (code, signal) => cb(new Error(`worker exited (${signal || code})`)));
+  }, peerId, 30000);
+  const channel = await pw.connect(ctx.natsUrl, { subject, durable });
+  channel.on('error', () => {});
+  const t = { onmessage: null };
+  t.send = (m) => {
+    channel.request(m, { timeout: 60000 }).then((r) => t.onmessage(r), (err) => t.onmessage({ error: err.code }));
+  };
+  t.histogram = () => (channel.stats() || {}).histogram || null;
+  t.close = async () => {
+    channel.close();
+    await killChild(child);
+  };
+  return t;
+}
+
+async function natsWorker(url, subject, mode) {
+  // concurrency: as many requests at once as the driver keeps in flight.
+  const server = procwire().listen(url, { subject, durable: mode === 'durable', concurrency: 256 }, (ch) => {
+    ch.on('error', () => {});
+    ch.respond((v) => v);
+  });
+  await server.ready;
+  process.send('ready');
+  process.on('disconnect', () => process.exit(0));
+}
+
 // Starts a private nats-server on a free loopback port for the run. Resolves
 // { url, pid, stop() } or { skip: reason }; stopped by pid.
 async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {}) {
@@ -343,7 +386,9 @@ async function startNats(dir, { trackPid = () => {}, untrackPid = () => {} } = {
   }
   const port = await freePort();
   const log = path.join(dir, 'nats-server.log');
-  const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-l', log], { stdio: 'ignore', detached: true });
+  // JetStream on, its store in the run's directory, for the durable row.
+  const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-l', log, '-js', '-sd', path.join(dir, 'jetstream')],
+    { stdio: 'ignore', detached: true });
   trackPid(proc.pid);
   const server = stopper(proc, () => untrackPid(proc.pid));
   const stop = server.stop;
@@ -370,6 +415,7 @@ async function open(peerId, ctx) {
   if (peerId === 'redis') return openRedis(peerId, ctx);
   if (peerId === 'zeromq') return openZmq(peerId, ctx);
   if (peerId === 'nats') return openNats(peerId, ctx);
+  if (peerId === 'nats-request' || peerId === 'nats-durable') return openNatsRequests(peerId, ctx);
   throw new Error(`unknown peer ${peerId}`);
 }
 
@@ -391,6 +437,13 @@ function zeromqAvailable() {
 }
 
 module.exports = { open, openMany, isForkPeer, FORK_PEERS, ndjsonReader, zmqSender, zeromqAvailable, startNats, PEERS_DIR };
+
+if (require.main === module && process.argv[2] === '--nats-worker') {
+  natsWorker(process.argv[3], process.argv[4], process.argv[5]).catch((err) => {
+    process.stderr.write(`nats worker: ${err.stack || err}\n`);
+    process.exit(1);
+  });
+}
 
 if (require.main === module && process.argv[2] === '--nats-echo') {
   natsEcho(process.argv[3], process.argv[4]).catch((err) => {

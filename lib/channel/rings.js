@@ -5,6 +5,7 @@
 // done (docs/protocol.md, "Control frame: ring set-up").
 
 const { debug } = require('../debug');
+const { RINGS_VERSION } = require('../protocol');
 const { kPhase, kReader, kWriter } = require('./symbols');
 
 class RingNegotiation {
@@ -38,7 +39,7 @@ class RingNegotiation {
 
   // The peer offered rings too.
   onCapabilities(message) {
-    if (message.rings === 1 && this.offered && !this.started) {
+    if (message.rings === RINGS_VERSION && this.offered && !this.started) {
       if (this.mayStart()) this.start(); else this.pending = true;
     }
   }

@@ -6,7 +6,7 @@
 // this end tells it which ones it dropped (SEGDROP), and an idle pool is
 // trimmed after segmentPoolIdleTimeout.
 
-const { CMD, CAPABILITIES_VERSION } = require('../protocol');
+const { CMD, CAPABILITIES_VERSION, RINGS_VERSION } = require('../protocol');
 const { kPhase, kWriter } = require('./symbols');
 
 // The receiver maps at most this many times its own segmentPoolMaxBytes of
@@ -123,7 +123,7 @@ class SegmentFlow {
   announcement(ringsOffered) {
     if (!this.canTake && !ringsOffered) return null;
     const caps = ringsOffered
-      ? { cmd: CMD.CAPABILITIES, v: CAPABILITIES_VERSION, segments: this.canTake, rings: 1 }
+      ? { cmd: CMD.CAPABILITIES, v: CAPABILITIES_VERSION, segments: this.canTake, rings: RINGS_VERSION }
       : { cmd: CMD.CAPABILITIES, v: CAPABILITIES_VERSION, segments: true };
     if (this.acceptsPool) caps.pool = true;
     return caps;

@@ -12,6 +12,7 @@ const codec = require('../codec');
 const { makeError } = require('../errors');
 const { invalidArg } = require('../validate');
 const { CMD } = require('../protocol');
+const { kWriteFailed } = require('../write-failure');
 const { FrameStager } = require('./stager');
 const { kPhase, kReader, kFinish, kEmitError, kApplyRefPolicy } = require('./symbols');
 
@@ -43,6 +44,15 @@ function flushAtExit() {
   for (const writer of sendingWriters) {
     if (writer.flushScheduled) writer.flush();
   }
+}
+
+// A value nested too deeply for the serializer's recursion (V8's and
+// JSON's both overflow the stack, about 10,000 levels on a default stack)
+// fails send() with procwire's code, the RangeError as its cause; nothing
+// of it was queued, so the channel goes on.
+function tooDeep(err) {
+  if (!(err instanceof RangeError) || err.code !== undefined) return err;
+  return makeError('ERR_PROCWIRE_UNSERIALIZABLE', `the message cannot be serialized: ${err.message}`, err);
 }
 
 function failLater(host, err) {
@@ -210,6 +220,8 @@ class Writer {
     this.stager.encoding++;
     try {
       return this.#encode(message);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this.stager.encoding--;
     }
@@ -238,6 +250,8 @@ class Writer {
     this.stager.encoding++;
     try {
       return this.#push(op, a, b, c);
+    } catch (err) {
+      throw tooDeep(err);
     } finally {
       this.stager.encoding--;
     }
@@ -299,6 +313,10 @@ class Writer {
     if (host[kPhase] === 'closed') return;
     const written = this.handle.flush();
     if (typeof written === 'string') {
+      // The fork surface reports this as Node's send() does (EPIPE).
+      if (host[kWriteFailed] !== undefined) {
+        host[kWriteFailed](written, this.closedWritten ? this.handle.written() : this.written);
+      }
       if (this.#peerGoneWhileReading(written)) return;
       host[kFinish]('peer-closed', null, written);
       return;

@@ -9,6 +9,7 @@
 // counting) and node-compat.js (Node's checks and errors).
 
 const { nodeError } = require('../errors');
+const { kWriteFailed, writeErrnoException } = require('../write-failure');
 const { kWriter, kInbox, kHandles, kSendPlain } = require('../channel/symbols');
 const { HandleProtocol } = require('./handle-protocol');
 const { SurfaceInbox } = require('./inbox');
@@ -41,7 +42,7 @@ function setupParentSide(child, channel) {
 // The channel's handle protocol, taken over by the surface (a channel that
 // cannot take handles gets its first one here, which refuses them).
 function surfaceProtocol(child, channel, inbox) {
-  const deliver = (message, handle, internal) => inbox.deliver(message, handle, internal);
+  const deliver = (message, handle, internal) => inbox.deliverHandled(message, handle, internal);
   // Node's own handle bookkeeping listens on 'internalMessage', so listeners
   // there see NODE_HANDLE, NODE_HANDLE_ACK and NODE_HANDLE_NACK too.
   const announce = (message) => inbox.deliver(message, undefined, true);
@@ -68,20 +69,12 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   else new ChildRefControl(child, channel);
   child.connected = true;
 
-  const inbox = new SurfaceInbox(child);
+  const inbox = new SurfaceInbox(child, channel);
   child.on('newListener', () => inbox.onNewListener());
   const protocol = surfaceProtocol(child, channel, inbox);
-  // A message the channel's own 'message' listeners take (a driver on
-  // child.channel) has been delivered: it is not also kept for a 'message'
-  // listener the child may get later. Kept, every message of such a channel
-  // stayed in the inbox's pending list for good, and collecting that growing
-  // heap made the channel run at a third of a named channel's speed (issue 35).
-  channel[kInbox].setConsumer((message) => {
-    if (child.listenerCount('message') === 0 && channel.listenerCount('message') > 0) return;
-    inbox.deliver(message, undefined, false);
-  });
+  channel[kInbox].setConsumer(inbox.consume);
   channel.on('internalMessage', (message) => inbox.deliver(message, undefined, true));
-  defineSend(child, channel, protocol);
+  defineSend(child, channel, protocol, watchWriteFailure(child, channel));
   defineDisconnect(child, channel, protocol);
   if (!childSide) {
     child.request = (value, opts) => channel.request(value, opts);
@@ -90,15 +83,38 @@ function setupChildProcess(child, channel, { legacyChannelAlias, childSide = fal
   watchClose(child, channel, protocol, childSide);
 }
 
+// A send to a peer that has died fails as Node's does (lib/write-failure.js):
+// the callbacks of what was not written get EPIPE instead of the channel's
+// close, and sends without a callback make one 'error' (Node makes one per
+// send; unhandled, the first ends the process either way). plainEnd: the
+// byte count after the last send without a callback whose errors count.
+function watchWriteFailure(child, channel) {
+  const state = { failure: null, plainEnd: 0 };
+  channel[kWriteFailed] = (errnoName, written) => {
+    if (state.failure !== null || (errnoName !== 'EPIPE' && errnoName !== 'ECONNRESET')) return;
+    state.failure = errnoName;
+    if (state.plainEnd > written) process.nextTick(() => child.emit('error', writeErrnoException(errnoName)));
+  };
+  return state;
+}
+
 // send() and _send(): Node's checks, then the handle protocol, then the
 // channel. options.transfer (procwire's transfer list) rides along Node's
 // options.
-function defineSend(child, channel, protocol) {
+function defineSend(child, channel, protocol, writes) {
+  const nodeFacingSendError = (err) => {
+    if (writes.failure !== null && err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') {
+      return writeErrnoException(writes.failure);
+    }
+    return nodeFacing(err);
+  };
   const emitSendError = (err) => child.emit('error', nodeFacing(err));
   const writeNow = (message, options, callback) => {
     try {
-      return channel[kSendPlain](message, callback, options.swallowErrors, emitSendError,
+      const result = channel[kSendPlain](message, callback, options.swallowErrors, emitSendError,
         options.transfer !== undefined ? options : undefined);
+      if (callback === undefined && !options.swallowErrors) writes.plainEnd = channel[kWriter].pushed;
+      return result;
     } catch (err) {
       if (err && err.code === 'ERR_PROCWIRE_UNSERIALIZABLE') {
         throw nodeSerializationError(err, message, channel.serialization);
@@ -127,7 +143,7 @@ function defineSend(child, channel, protocol) {
     if (options === undefined || options === null) options = { swallowErrors: false };
     if (typeof callback === 'function' && !callback[kNodeFacing]) {
       const userCallback = callback;
-      callback = (err) => userCallback(nodeFacing(err));
+      callback = (err) => userCallback(nodeFacingSendError(err));
       callback[kNodeFacing] = true;
     }
     return protocol.send(message, handle, options, callback, writeNow);

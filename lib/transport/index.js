@@ -5,7 +5,7 @@
 // connect(target[, options]) -> Promise<Channel>. The first match wins; a
 // new transport is one file in this folder and one line here.
 //
-//   'nats://host:port'            NATS (./nats.js)
+//   'nats://host:port'            NATS (./nats/)
 //   { port, host } + options.tls  TLS over TCP (./tls.js)
 //   { port, host }                TCP (./socket.js or ./fallback.js)
 //   name, path, { path }, { name, abstract }   unix sockets (./socket.js, or

@@ -55,8 +55,6 @@ void AddonData::Teardown(void* arg) {
   // its V8 handles go now.
   data->buffer_constructor.Reset();
   data->make_error.Reset();
-  data->channel_template.Reset();
-  data->listener_template.Reset();
   // Freed now, or by the last close callback (AddonData::HandleClosed).
   if (data->closing_handles == 0) delete data;
 }

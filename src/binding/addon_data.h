@@ -48,8 +48,6 @@ struct AddonData {
   // errors, so every error class lives in JavaScript, in one place.
   v8::Global<v8::Function> buffer_constructor;
   v8::Global<v8::Function> make_error;
-  v8::Global<v8::FunctionTemplate> channel_template;
-  v8::Global<v8::FunctionTemplate> listener_template;
   std::unordered_set<Closable*> open_handles;
   // Channels reading a ring on this thread (see LoopRingReader); a channel is
   // listed from its ring's set-up until it closes.

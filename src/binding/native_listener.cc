@@ -163,7 +163,6 @@ void InitNativeListener(AddonData* data, Local<Context> context, Local<Object> e
   SetMethod(isolate, ls, external, "close", HandleWrap::Close);
   SetMethod(isolate, ls, external, "ref", HandleWrap::Ref);
   SetMethod(isolate, ls, external, "unref", HandleWrap::Unref);
-  data->listener_template.Reset(isolate, ls);
   exports->Set(context, OneByteString(isolate, "NativeListener"), ls->GetFunction(context).ToLocalChecked())
       .Check();
 }

@@ -138,4 +138,17 @@ Inbound::Status Inbound::AfterRead(size_t buffered) {
   return error_ != InboundError::kNone ? Status::kError : Status::kOk;
 }
 
+size_t EncodeRingSetupFrame(WireFormat format, uint8_t* out) {
+  if (format == WireFormat::kJson) {
+    out[0] = protocol::kRingControlByte;
+    out[1] = protocol::kRingSetupVersion;
+    out[2] = '\n';
+    return 3;
+  }
+  WriteU32BigEndian(out, 2);
+  out[4] = protocol::kRingControlByte;
+  out[5] = protocol::kRingSetupVersion;
+  return kAdvancedHeaderSize + 2;
+}
+
 }  // namespace procwire

@@ -28,6 +28,7 @@
 #include <deque>
 #include <vector>
 
+#include "frame_reader.h"
 #include "shm.h"
 
 namespace procwire {
@@ -149,6 +150,13 @@ class Inbound {
   bool announcement_open_ = false;
   InboundError error_ = InboundError::kNone;
 };
+
+// The encoder beside the parser: the ring set-up control frame
+// [0xFD][kRingSetupVersion] as it goes on the socket (with its u32 length
+// for `advanced`, followed by '\n' for `json`). Writes at most
+// kRingSetupFrameMax bytes to out and returns how many.
+constexpr size_t kRingSetupFrameMax = 6;
+size_t EncodeRingSetupFrame(WireFormat format, uint8_t* out);
 
 }  // namespace procwire
 

@@ -39,10 +39,13 @@ constexpr uint8_t kSegmentPooledNew = 1;
 constexpr uint8_t kSegmentPooled = 2;
 
 // First payload byte of the ring set-up control frame [0xFD][version], which
-// carries the sender's outbound ring (memfd) and its eventfd; only sent to a
-// peer that announced `rings` in its capabilities.
+// carries the sender's outbound ring (memfd) and the signalling end of the
+// wake-up link for the ring it reads (src/core/wake.h); only sent to a peer
+// that announced `rings: kRingSetupVersion` in its capabilities. Version 1
+// carried the writer's own eventfd instead, which a hostile writer could
+// keep readable (a semaphore eventfd) and so spin the reader's loop.
 constexpr uint8_t kRingControlByte = 0xFD;
-constexpr uint8_t kRingSetupVersion = 1;
+constexpr uint8_t kRingSetupVersion = 2;
 
 // Largest message by default, on every path.
 constexpr size_t kDefaultMaxMessageSize = 256u * 1024u * 1024u;

@@ -3,9 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/futex.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -353,80 +350,12 @@ bool RingReader::PrepareToSleep() {
 
 void RingReader::DoneSleeping() { header_->consumer_sleeping.store(0, std::memory_order_relaxed); }
 
-// ---- spinning, futex, eventfd ------------------------------------------------
-
-void AdaptiveSpin::Pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#else
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-#endif
-}
+// ---- time ----------------------------------------------------------------------
 
 uint64_t MonotonicNs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-int FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int timeout_ms) {
-  struct timespec ts;
-  struct timespec* tsp = nullptr;
-  if (timeout_ms >= 0) {
-    ts.tv_sec = timeout_ms / 1000;
-    ts.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1000000L;
-    tsp = &ts;
-  }
-  // Not FUTEX_PRIVATE_FLAG: the word lives in memory shared between
-  // processes.
-  const long r = syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, tsp, nullptr, 0);
-  if (r == 0) return 0;
-  if (errno == EAGAIN) return 0;
-  return -errno;
-}
-
-void FutexWake(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-}
-
-int EventFdCreate() {
-  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  return fd < 0 ? -errno : fd;
-}
-
-int EventFdSignal(int fd) {
-  const uint64_t one = 1;
-  for (;;) {
-    if (write(fd, &one, sizeof(one)) == static_cast<ssize_t>(sizeof(one))) return 0;
-    if (errno == EINTR) continue;
-    // A counter at its maximum is already as signalled as it can be.
-    if (errno == EAGAIN) return 0;
-    return -errno;
-  }
-}
-
-uint64_t EventFdDrain(int fd) {
-  uint64_t value = 0;
-  for (;;) {
-    if (read(fd, &value, sizeof(value)) == static_cast<ssize_t>(sizeof(value))) return value;
-    if (errno == EINTR) continue;
-    return 0;
-  }
-}
-
-int EventFdWait(int fd, int timeout_ms) {
-  struct pollfd p;
-  p.fd = fd;
-  p.events = POLLIN;
-  p.revents = 0;
-  for (;;) {
-    const int r = poll(&p, 1, timeout_ms);
-    if (r > 0) return 1;
-    if (r == 0) return 0;
-    if (errno != EINTR) return -errno;
-  }
 }
 
 }  // namespace procwire

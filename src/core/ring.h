@@ -41,9 +41,8 @@
 // sleep word set (exchanging it back to 0, so one sleep costs one signal).
 // Either the reader's re-check sees the new head or the writer sees the
 // announcement: no wake-up is lost. A full writer waits for space the same
-// way with the producer sleep word. The signal itself is the caller's choice:
-// an eventfd (which an event loop can poll; see EventFd* below) or a futex
-// on the sleep word itself (FutexWait/FutexWake, for blocking threads).
+// way with the producer sleep word. The signal itself is the caller's: a
+// channel's event loop uses a wake-up link its reader made (src/core/wake.h).
 //
 // Ownership and lifetime: RingMapping owns one mapping (and, when it created
 // the ring, the memfd until the caller takes it). RingWriter and RingReader
@@ -285,27 +284,9 @@ class RingReader {
   RingError error_ = RingError::kNone;
 };
 
-// A spin budget that grows while spinning pays off (data arrived before the
-// budget ran out) and shrinks while it does not, between kMinSpins and
-// kMaxSpins iterations, so a busy channel avoids sleeping and an idle one
-// soon stops burning CPU before each sleep.
-class AdaptiveSpin {
- public:
-  static constexpr uint32_t kMinSpins = 16;
-  static constexpr uint32_t kMaxSpins = 16384;
-  uint32_t budget() const { return budget_; }
-  void Succeeded() { budget_ = budget_ >= kMaxSpins / 2 ? kMaxSpins : budget_ * 2; }
-  void Failed() { budget_ = budget_ <= kMinSpins * 2 ? kMinSpins : budget_ / 2; }
-  // One polite pause for a spinning loop.
-  static void Pause();
-
- private:
-  uint32_t budget_ = 1024;
-};
-
 // How long a reader that found its ring empty spins before it announces
 // sleep, for an end whose wake-ups are expensive (an event loop woken
-// through an eventfd). Spinning pays only when the next record comes sooner
+// through its wake-up link). Spinning pays only when the next record comes sooner
 // than a wake-up would take, so the window follows the recent gaps between "found
 // empty" and "data again": twice their running average (at least kMinNs),
 // and nothing at all while that average is above kMaxNs / 2, so an idle or
@@ -384,23 +365,6 @@ class SpinHitRate {
 
 // CLOCK_MONOTONIC in nanoseconds (a vDSO call, no system call).
 uint64_t MonotonicNs();
-
-// Futex on a sleep word in shared memory (process-shared, not private).
-// FutexWait sleeps while *word == expected, at most timeout_ms (negative: no
-// limit); returns 0 when woken or the value differed, -ETIMEDOUT, -EINTR.
-int FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int timeout_ms);
-void FutexWake(std::atomic<uint32_t>* word);
-
-// eventfd wake-ups, for an end whose event loop polls a descriptor.
-// EventFdCreate returns a non-blocking, close-on-exec eventfd or -errno.
-int EventFdCreate();
-// Adds 1 to the counter. Returns 0 or -errno (a full counter counts as done).
-int EventFdSignal(int fd);
-// Resets the counter; returns how many signals it held (0 when none).
-uint64_t EventFdDrain(int fd);
-// Blocks until the eventfd is readable, at most timeout_ms (negative: no
-// limit). Returns 1 when readable, 0 on timeout, -errno.
-int EventFdWait(int fd, int timeout_ms);
 
 }  // namespace procwire
 

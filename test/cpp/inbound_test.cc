@@ -1,4 +1,4 @@
-// Inbound: the segment announcement [0xFE][n], the ring set-up [0xFD][1],
+// Inbound: the segment announcement [0xFE][n], the ring set-up [0xFD][2],
 // handle descriptors and the descriptor queue, with a closer that records
 // every close (fake descriptor numbers) and, once, real eventfds.
 #include "inbound.h"
@@ -192,7 +192,8 @@ TEST(Inbound, RingSetUpClaimsTwoDescriptorsFromTheSocketOnly) {
 }
 
 TEST(Inbound, MalformedRingSetUpsAreErrors) {
-  const std::vector<std::vector<uint8_t>> bad = {{0xFD}, {0xFD, 2}, {0xFD, 1, 0}};
+  // Version 1 (the writer's own eventfd) and version 3 are not this one.
+  const std::vector<std::vector<uint8_t>> bad = {{0xFD}, {0xFD, 1}, {0xFD, 3}, {0xFD, 2, 0}};
   for (const std::vector<uint8_t>& frame : bad) {
     RecordingCloser closer;
     Inbound in(&closer);
@@ -255,6 +256,35 @@ TEST(Inbound, DefaultCloserClosesRealDescriptors) {
   EXPECT_EQ(fcntl(made[1], F_GETFD), -1);
   EXPECT_EQ(fcntl(made[2], F_GETFD), -1);
   close(kept);
+}
+
+// The encoder and the parser agree, in both formats: framed and handed to
+// OnFrame with two descriptors, the encoded set-up is a ring set-up.
+TEST(Inbound, EncodedRingSetUpParsesAsOne) {
+  for (WireFormat format : {WireFormat::kAdvanced, WireFormat::kJson}) {
+    uint8_t bytes[kRingSetupFrameMax];
+    const size_t size = EncodeRingSetupFrame(format, bytes);
+    ASSERT_LE(size, kRingSetupFrameMax);
+    FrameReader reader(format, 1024);
+    RecordingCloser closer;
+    Inbound in(&closer);
+    in.AcceptRings();
+    std::vector<int> fds = Fds({70, 71});
+    ASSERT_EQ(in.Receive(&fds), Inbound::Status::kOk);
+    int frames = 0;
+    ASSERT_EQ(reader.Push(bytes, size,
+                          [&](const FrameReader::Frame& f) {
+                            Inbound::Frame claimed;
+                            ASSERT_EQ(in.OnFrame(f.data, f.size, Inbound::Source::kSocket, &claimed),
+                                      Inbound::Status::kOk);
+                            EXPECT_EQ(claimed.kind, Inbound::FrameKind::kRingSetup);
+                            EXPECT_EQ(claimed.fds, Fds({70, 71}));
+                            frames++;
+                          }),
+              FramingError::kNone);
+    EXPECT_EQ(frames, 1);
+    EXPECT_EQ(reader.buffered(), 0u);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <sched.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "frame_reader.h"
+#include "wake.h"
 
 namespace procwire {
 namespace {
@@ -35,6 +37,74 @@ namespace {
 // Any wait longer than this is a lost wake-up (or a broken build): the
 // tests fail instead of hanging.
 constexpr int kWaitMs = 5000;
+
+// ---- the tests' own wake-ups and spinning ------------------------------------
+
+// A wake-up link (src/core/wake.h) used as the tests' event-loop style
+// signal: one end waited on, the other signalled; after fork() both
+// processes hold both ends.
+struct Link {
+  int wait = -1;
+  int signal = -1;
+  void Close() {
+    if (wait >= 0) close(wait);
+    if (signal >= 0) close(signal);
+    wait = signal = -1;
+  }
+};
+
+Link MakeLink() {
+  Link l;
+  if (WakeLinkCreate(&l.wait, &l.signal) != 0) l.wait = l.signal = -1;
+  return l;
+}
+
+void LinkSignal(const Link& l) { WakeLinkSignal(l.signal); }
+
+void LinkDrain(const Link& l) { WakeLinkDrain(l.wait, 64); }
+
+// 1 when the link is readable within timeout_ms, 0 on timeout.
+int LinkWait(const Link& l, int timeout_ms) {
+  struct pollfd p = {l.wait, POLLIN, 0};
+  for (;;) {
+    const int r = poll(&p, 1, timeout_ms);
+    if (r > 0) return 1;
+    if (r == 0) return 0;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+// A futex on a ring's sleep word (process-shared), for the tests whose
+// sides are blocking threads or processes rather than event loops.
+int FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int timeout_ms) {
+  struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  const long r = syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+  if (r == 0 || errno == EAGAIN) return 0;
+  return -errno;
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+// A spin budget for the tests' spinning sides: it doubles when spinning
+// found the ring ready and halves when it did not (16 to 16384 pauses).
+class SpinBudget {
+ public:
+  uint32_t budget() const { return budget_; }
+  void Succeeded() { budget_ = budget_ >= 8192 ? 16384 : budget_ * 2; }
+  void Failed() { budget_ = budget_ <= 32 ? 16 : budget_ / 2; }
+  static void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+  }
+
+ private:
+  uint32_t budget_ = 1024;
+};
 constexpr size_t kSmall = 4096;
 
 uint64_t NowMs() {
@@ -554,26 +624,6 @@ TEST(SpinHitRate, ProbesUntilSpinsCatchDataAndStopsAfterMisses) {
   EXPECT_LT(r.hits(), SpinHitRate::kToSpin);
 }
 
-TEST(Ring, EventFdCountsSignals) {
-  const int fd = EventFdCreate();
-  ASSERT_GE(fd, 0);
-  EXPECT_EQ(EventFdWait(fd, 0), 0);
-  EXPECT_EQ(EventFdDrain(fd), 0u);
-  ASSERT_EQ(EventFdSignal(fd), 0);
-  ASSERT_EQ(EventFdSignal(fd), 0);
-  EXPECT_EQ(EventFdWait(fd, kWaitMs), 1);
-  EXPECT_EQ(EventFdDrain(fd), 2u);
-  EXPECT_EQ(EventFdWait(fd, 0), 0);
-  close(fd);
-}
-
-TEST(Ring, FutexWaitReturnsWhenTheWordDiffers) {
-  std::atomic<uint32_t> word{0};
-  EXPECT_EQ(FutexWait(&word, 1, kWaitMs), 0);
-  word.store(1);
-  EXPECT_EQ(FutexWait(&word, 1, 10), -ETIMEDOUT);
-}
-
 // ---- hostile contents ------------------------------------------------------
 
 // Reads everything a (possibly scribbled-over) ring offers, checking that
@@ -764,10 +814,10 @@ TEST(RingHostile, RandomScribblesNeverEscapeTheRing) {
 // ---- two processes ---------------------------------------------------------
 
 // How a side sleeps and is woken: a futex on the ring's own sleep word, or
-// an eventfd per direction (as an event loop would poll).
+// a wake-up link per direction (as an event loop would poll).
 struct Waker {
   bool futex = true;
-  int efd = -1;
+  Link efd;
   std::atomic<uint32_t>* word = nullptr;
   // False when the wait timed out: a lost wake-up.
   bool Wait() {
@@ -779,15 +829,15 @@ struct Waker {
       }
       return true;
     }
-    if (EventFdWait(efd, kWaitMs) != 1) return false;
-    EventFdDrain(efd);
+    if (LinkWait(efd, kWaitMs) != 1) return false;
+    LinkDrain(efd);
     return true;
   }
   void Signal() {
     if (futex) {
       FutexWake(word);
     } else {
-      EventFdSignal(efd);
+      LinkSignal(efd);
     }
   }
 };
@@ -800,7 +850,7 @@ struct SideStats {
 // Writes one record, spinning within the adaptive budget (none when spin is
 // null) and then sleeping while the ring is full. False on a ring error or a
 // lost wake-up.
-bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, AdaptiveSpin* spin, Waker& space,
+bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, SpinBudget* spin, Waker& space,
                 Waker& reader, SideStats* st) {
   for (;;) {
     const RingStatus s = w.Write(data, size);
@@ -815,7 +865,7 @@ bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, AdaptiveSpin* s
     bool ok = false;
     const uint32_t spins = spin != nullptr ? spin->budget() : 0;
     for (uint32_t i = 0; i < spins && !ok; i++) {
-      AdaptiveSpin::Pause();
+      SpinBudget::Pause();
       ok = w.Write(data, size) == RingStatus::kOk;
     }
     if (spin != nullptr) {
@@ -843,7 +893,7 @@ bool SendRecord(RingWriter& w, const uint8_t* data, size_t size, AdaptiveSpin* s
 // Takes one record, spinning and then sleeping while the ring is empty, and
 // hands it to check(data, size) before consuming it.
 template <typename Check>
-bool ReceiveRecord(RingReader& r, AdaptiveSpin* spin, Waker& data_ready, Waker& writer, SideStats* st,
+bool ReceiveRecord(RingReader& r, SpinBudget* spin, Waker& data_ready, Waker& writer, SideStats* st,
                    Check&& check) {
   for (;;) {
     const uint8_t* d;
@@ -851,7 +901,7 @@ bool ReceiveRecord(RingReader& r, AdaptiveSpin* spin, Waker& data_ready, Waker& 
     RingStatus s = r.Peek(&d, &n);
     if (s == RingStatus::kNeedMore && spin != nullptr) {
       for (uint32_t i = 0; s == RingStatus::kNeedMore && i < spin->budget(); i++) {
-        AdaptiveSpin::Pause();
+        SpinBudget::Pause();
         s = r.Peek(&d, &n);
       }
       if (s == RingStatus::kNeedMore) {
@@ -897,13 +947,13 @@ int ReapChild(pid_t pid, int timeout_ms) {
 }
 
 struct Channel {
-  RingMapping down;   // parent -> child
-  RingMapping up;     // child -> parent
-  int efd_down = -1;  // wakes the child (data down, or space up)
-  int efd_up = -1;    // wakes the parent
+  RingMapping down;  // parent -> child
+  RingMapping up;    // child -> parent
+  Link efd_down;     // wakes the child (data down, or space up)
+  Link efd_up;       // wakes the parent
   ~Channel() {
-    if (efd_down >= 0) close(efd_down);
-    if (efd_up >= 0) close(efd_up);
+    efd_down.Close();
+    efd_up.Close();
   }
 };
 
@@ -915,10 +965,10 @@ void PingPong(bool futex, uint64_t round_trips, bool spinning) {
   Channel ch;
   ASSERT_EQ(ch.down.Create(kSmall), 0);
   ASSERT_EQ(ch.up.Create(kSmall), 0);
-  ch.efd_down = EventFdCreate();
-  ch.efd_up = EventFdCreate();
-  ASSERT_GE(ch.efd_down, 0);
-  ASSERT_GE(ch.efd_up, 0);
+  ch.efd_down = MakeLink();
+  ch.efd_up = MakeLink();
+  ASSERT_GE(ch.efd_down.wait, 0);
+  ASSERT_GE(ch.efd_up.wait, 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -935,8 +985,8 @@ void PingPong(bool futex, uint64_t round_trips, bool spinning) {
     Waker parent_data{futex, ch.efd_up, &up.header()->consumer_sleeping};
     Waker parent_space{futex, ch.efd_up, &down.header()->producer_sleeping};
     SideStats st;
-    AdaptiveSpin spin_state;
-    AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
+    SpinBudget spin_state;
+    SpinBudget* spins = spinning ? &spin_state : nullptr;
     std::vector<uint8_t> copy;
     for (uint64_t i = 0; i < round_trips; i++) {
       bool ok = ReceiveRecord(in, spins, data, parent_space, &st, [&](const uint8_t* d, size_t n) {
@@ -956,8 +1006,8 @@ void PingPong(bool futex, uint64_t round_trips, bool spinning) {
   Waker child_data{futex, ch.efd_down, &ch.down.header()->consumer_sleeping};
   Waker child_space{futex, ch.efd_down, &ch.up.header()->producer_sleeping};
   SideStats st;
-  AdaptiveSpin spin_state;
-  AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
+  SpinBudget spin_state;
+  SpinBudget* spins = spinning ? &spin_state : nullptr;
   uint64_t next_seq = 0;
   bool ok = true;
   const uint64_t start = NowMs();
@@ -978,20 +1028,20 @@ void PingPong(bool futex, uint64_t round_trips, bool spinning) {
     EXPECT_GT(st.sleeps, round_trips / 100);
   }
   std::printf("[ ring ] %s ping-pong: %llu round trips in %llu ms, parent slept %llu times\n",
-              futex ? "futex" : "eventfd", static_cast<unsigned long long>(round_trips),
+              futex ? "futex" : "wake-link", static_cast<unsigned long long>(round_trips),
               static_cast<unsigned long long>(elapsed), static_cast<unsigned long long>(st.sleeps));
 }
 
 TEST(RingProcesses, PingPongFutexBothSidesSleeping) { PingPong(true, 200000 * StressScale(), false); }
 
-TEST(RingProcesses, PingPongEventFdBothSidesSleeping) { PingPong(false, 200000 * StressScale(), false); }
+TEST(RingProcesses, PingPongWakeLinkBothSidesSleeping) { PingPong(false, 200000 * StressScale(), false); }
 
-TEST(RingProcesses, PingPongWithAdaptiveSpinning) { PingPong(true, 100000 * StressScale(), true); }
+TEST(RingProcesses, PingPongWithSpinBudgetning) { PingPong(true, 100000 * StressScale(), true); }
 
 // Batches both ways, as a channel writes them: a writer wakes a sleeping
 // reader at the first record of a batch (the fence-free hint), writes the
 // rest, and checks NeedsWake once after the batch; the reader sleeps
-// whenever its ring is empty. With eventfd wake-ups and no spinning, both
+// whenever its ring is empty. With wake-up links and no spinning, both
 // sides sleep and wake for nearly every batch; a single lost wake-up fails
 // by timeout. PROCWIRE_RING_STRESS=10 makes it millions of sleeps.
 bool SendBatchWithEarlyWake(RingWriter& w, uint64_t first_seq, uint64_t count, Waker& reader, SideStats* st) {
@@ -1016,10 +1066,10 @@ TEST(RingProcesses, BatchedPingPongWithEarlyWakeBothSidesSleeping) {
   Channel ch;
   ASSERT_EQ(ch.down.Create(kSmall * 4), 0);
   ASSERT_EQ(ch.up.Create(kSmall * 4), 0);
-  ch.efd_down = EventFdCreate();
-  ch.efd_up = EventFdCreate();
-  ASSERT_GE(ch.efd_down, 0);
-  ASSERT_GE(ch.efd_up, 0);
+  ch.efd_down = MakeLink();
+  ch.efd_up = MakeLink();
+  ASSERT_GE(ch.efd_down.wait, 0);
+  ASSERT_GE(ch.efd_up.wait, 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -1085,8 +1135,8 @@ TEST(RingThreads, StreamWithSleepingOnBothSides) {
   bool writer_ok = true;
   std::thread writer([&] {
     RingWriter out(&ring);
-    Waker space{true, -1, &ring.header()->producer_sleeping};
-    Waker reader{true, -1, &ring.header()->consumer_sleeping};
+    Waker space{true, Link{}, &ring.header()->producer_sleeping};
+    Waker reader{true, Link{}, &ring.header()->consumer_sleeping};
     SideStats st;
     for (uint64_t seq = 0; seq < frames && writer_ok; seq++) {
       const std::vector<uint8_t> f = MakeFrame(seq, 8 + seq % 300);
@@ -1094,8 +1144,8 @@ TEST(RingThreads, StreamWithSleepingOnBothSides) {
     }
   });
   RingReader in(&ring);
-  Waker data{true, -1, &ring.header()->consumer_sleeping};
-  Waker writer_waker{true, -1, &ring.header()->producer_sleeping};
+  Waker data{true, Link{}, &ring.header()->consumer_sleeping};
+  Waker writer_waker{true, Link{}, &ring.header()->producer_sleeping};
   SideStats st;
   uint64_t next_seq = 0;
   bool ok = true;
@@ -1116,8 +1166,8 @@ TEST(RingThreads, StreamWithSleepingOnBothSides) {
 void Stream(bool futex, uint64_t frames, bool spinning) {
   Channel ch;
   ASSERT_EQ(ch.down.Create(kSmall), 0);
-  ch.efd_down = EventFdCreate();
-  ch.efd_up = EventFdCreate();
+  ch.efd_down = MakeLink();
+  ch.efd_up = MakeLink();
   int result[2];
   ASSERT_EQ(pipe(result), 0);
   const pid_t pid = fork();
@@ -1130,8 +1180,8 @@ void Stream(bool futex, uint64_t frames, bool spinning) {
     Waker data{futex, ch.efd_down, &down.header()->consumer_sleeping};
     Waker parent_space{futex, ch.efd_up, &down.header()->producer_sleeping};
     SideStats st;
-    AdaptiveSpin spin_state;
-    AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
+    SpinBudget spin_state;
+    SpinBudget* spins = spinning ? &spin_state : nullptr;
     uint64_t next_seq = 0;
     while (next_seq < frames) {
       if (!ReceiveRecord(in, spins, data, parent_space, &st,
@@ -1148,8 +1198,8 @@ void Stream(bool futex, uint64_t frames, bool spinning) {
   Waker space{futex, ch.efd_up, &ch.down.header()->producer_sleeping};
   Waker child_data{futex, ch.efd_down, &ch.down.header()->consumer_sleeping};
   SideStats st;
-  AdaptiveSpin spin_state;
-  AdaptiveSpin* spins = spinning ? &spin_state : nullptr;
+  SpinBudget spin_state;
+  SpinBudget* spins = spinning ? &spin_state : nullptr;
   bool ok = true;
   std::vector<uint8_t> batch;
   const uint64_t start = NowMs();
@@ -1173,14 +1223,14 @@ void Stream(bool futex, uint64_t frames, bool spinning) {
   EXPECT_EQ(got, static_cast<ssize_t>(sizeof(report)));
   EXPECT_EQ(report[0], frames);
   std::printf("[ ring ] %s stream: %llu frames in %llu ms, writer slept %llu times, reader %llu\n",
-              futex ? "futex" : "eventfd", static_cast<unsigned long long>(frames),
+              futex ? "futex" : "wake-link", static_cast<unsigned long long>(frames),
               static_cast<unsigned long long>(elapsed), static_cast<unsigned long long>(st.sleeps),
               static_cast<unsigned long long>(report[1]));
 }
 
 TEST(RingProcesses, StreamFutexNoSpin) { Stream(true, 500000 * StressScale(), false); }
 
-TEST(RingProcesses, StreamEventFdWithAdaptiveSpin) { Stream(false, 500000 * StressScale(), true); }
+TEST(RingProcesses, StreamWakeLinkWithSpinBudget) { Stream(false, 500000 * StressScale(), true); }
 
 // CPU time (user + system, in clock ticks) a process has used so far, from
 // /proc/<pid>/stat; -1 when unreadable.
@@ -1209,15 +1259,15 @@ long CpuTicks(pid_t pid) {
 TEST(RingProcesses, IdleReaderUsesNoCpu) {
   RingMapping ring;
   ASSERT_EQ(ring.Create(kSmall), 0);
-  const int efd = EventFdCreate();
-  ASSERT_GE(efd, 0);
+  Link efd = MakeLink();
+  ASSERT_GE(efd.wait, 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     RingMapping m;
     if (m.Attach(ring.fd()) != 0) _exit(10);
     RingReader in(&m);
-    AdaptiveSpin spin;
+    SpinBudget spin;
     // Two records: one to start (after which the spin budget is warm, the
     // worst case for idling), one to end. The wait between them is long,
     // so the bounded wait is retried rather than treated as lost.
@@ -1227,7 +1277,7 @@ TEST(RingProcesses, IdleReaderUsesNoCpu) {
         size_t n;
         RingStatus s = in.Peek(&d, &n);
         for (uint32_t k = 0; s == RingStatus::kNeedMore && k < spin.budget(); k++) {
-          AdaptiveSpin::Pause();
+          SpinBudget::Pause();
           s = in.Peek(&d, &n);
         }
         if (s == RingStatus::kOk) {
@@ -1238,8 +1288,8 @@ TEST(RingProcesses, IdleReaderUsesNoCpu) {
         if (s == RingStatus::kError) _exit(11);
         spin.Failed();
         if (in.PrepareToSleep()) {
-          if (EventFdWait(efd, 3 * kWaitMs) != 1) _exit(12);
-          EventFdDrain(efd);
+          if (LinkWait(efd, 3 * kWaitMs) != 1) _exit(12);
+          LinkDrain(efd);
           in.DoneSleeping();
         }
       }
@@ -1248,7 +1298,7 @@ TEST(RingProcesses, IdleReaderUsesNoCpu) {
   }
   RingWriter out(&ring);
   ASSERT_EQ(out.Write(reinterpret_cast<const uint8_t*>("go"), 2), RingStatus::kOk);
-  if (out.NeedsWake()) EventFdSignal(efd);
+  if (out.NeedsWake()) LinkSignal(efd);
   usleep(200000);  // the child takes the record and goes idle
   const long before = CpuTicks(pid);
   usleep(1000000);
@@ -1256,9 +1306,9 @@ TEST(RingProcesses, IdleReaderUsesNoCpu) {
   ASSERT_EQ(out.Write(reinterpret_cast<const uint8_t*>("end"), 3), RingStatus::kOk);
   // The child is asleep, so this write must owe it a wake-up.
   EXPECT_TRUE(out.NeedsWake());
-  EventFdSignal(efd);
+  LinkSignal(efd);
   EXPECT_EQ(ReapChild(pid, kWaitMs), 0);
-  close(efd);
+  efd.Close();
   ASSERT_GE(before, 0);
   ASSERT_GE(after, 0);
   EXPECT_LE(after - before, 2) << "an idle reader used CPU";

@@ -5,7 +5,10 @@
 // the suite (stopNatsServer()).
 
 const childProcess = require('child_process');
+const fs = require('fs');
 const http = require('http');
+const os = require('os');
+const path = require('path');
 const { findExecutable, freePort } = require('../../bench/lib/servers');
 
 const bin = findExecutable('nats-server', []) || findExecutable('nats-server');
@@ -38,14 +41,18 @@ async function servesAs(monitor, name, port) {
 // took it first), or kills it and rejects after 10 s or when it exits.
 async function startOn(port, monitor) {
   const name = `procwire-test-${process.pid}-${port}`;
-  const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-n', name],
-    { stdio: 'ignore' });
+  // JetStream on (durable channels in docs), its store in a temporary
+  // directory removed with the server.
+  const store = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-natsjs-'));
+  const proc = childProcess.spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-n', name,
+    '-js', '-sd', store], { stdio: 'ignore' });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
     const timer = setTimeout(() => proc.kill('SIGKILL'), 3000);
     await exited;
     clearTimeout(timer);
+    fs.rmSync(store, { recursive: true, force: true });
   };
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && proc.exitCode === null) {
@@ -56,6 +63,7 @@ async function startOn(port, monitor) {
   }
   proc.kill('SIGKILL');
   await exited;
+  fs.rmSync(store, { recursive: true, force: true });
   throw new Error(`nats-server did not start on port ${port} (monitor ${monitor})`);
 }
 

@@ -6,7 +6,7 @@
 //   named     an unrelated process: procwire.connect(<socket name>)
 //   tcp       an unrelated process: procwire.connect({ port })
 //   tls       the same over TLS (the shipped self-signed test certificate)
-//   nats      an unrelated process: procwire.connect(<nats url>, { subject })
+//   nats      an unrelated process: procwire.connect(<nats url>, { subject, natsClient })
 // (The fallback transport is `named` with PROCWIRE_FORCE_FALLBACK=1.)
 // It echoes objects, counts number streams, floods on request, and answers
 // requests. A plain child answers procwire requests by hand through Node's
@@ -15,7 +15,7 @@
 
 const path = require('path');
 
-const [mode, target, subject] = process.argv.slice(2);
+const [mode, target, subject, natsClient] = process.argv.slice(2);
 
 function busyWait(ms) {
   const end = Date.now() + ms;
@@ -70,7 +70,7 @@ async function main() {
   else if (mode === 'tls') {
     const { cert } = require(path.join(__dirname, '..', '..', 'bench', 'lib', 'test-cert'));
     channel = await procwire.connect({ port: Number(target), host: '127.0.0.1' }, { tls: { ca: cert } });
-  } else if (mode === 'nats') channel = await procwire.connect(target, { subject, heartbeat: 1000 });
+  } else if (mode === 'nats') channel = await procwire.connect(target, { subject, heartbeat: 1000, natsClient });
   else throw new Error(`unknown mode ${mode}`);
   channel.on('message', makeLogic((m) => channel.send(m), () => channel.close()));
   channel.respond(async (v) => {

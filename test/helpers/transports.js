@@ -22,14 +22,21 @@ const CONNECT_TIMEOUT = 30_000;
 // fdCheck: the case can count this process's descriptors before and after.
 // fallback: the peer runs procwire's pure-JS fallback (PROCWIRE_FORCE_FALLBACK).
 // highWaterMark: this end's, so a scaled-down stream still meets backpressure.
+// nats: the NATS client package both ends use (options.natsClient).
 const PROFILES = {
   'fork-plain': { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: false },
   'fork-procwire': { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: false },
   named: { handles: true, scale: 1, maxSize: 64 << 20, fdCheck: true },
   tcp: { handles: false, scale: 1, maxSize: 64 << 20, fdCheck: true },
   tls: { handles: false, scale: 0.1, maxSize: 16 << 20, fdCheck: true, highWaterMark: 64 << 10 },
+  // nats: core NATS on the maintained client (@nats-io/transport-node v3);
+  // nats-v2: the same on the `nats` v2 package, which keeps working.
   nats: {
-    handles: false, scale: 0.02, maxSize: 512 << 10, fdCheck: false, highWaterMark: 16 << 10,
+    handles: false, scale: 0.02, maxSize: 512 << 10, fdCheck: false, highWaterMark: 16 << 10, nats: '@nats-io/transport-node',
+    skip: natsInstalled ? false : 'nats-server is not installed',
+  },
+  'nats-v2': {
+    handles: false, scale: 0.02, maxSize: 512 << 10, fdCheck: false, highWaterMark: 16 << 10, nats: 'nats',
     skip: natsInstalled ? false : 'nats-server is not installed',
   },
   fallback: { handles: true, scale: 0.1, maxSize: 16 << 20, fdCheck: true, fallback: true, highWaterMark: 64 << 10 },
@@ -72,7 +79,7 @@ async function open(transport, options = {}) {
       },
     };
   }
-  if (transport === 'nats') return openNats(serialization);
+  if (PROFILES[transport].nats) return openNats(serialization, PROFILES[transport].nats);
   if (serialization !== 'advanced') throw new Error('named/tcp peers use advanced only in these tests');
   const name = `t-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   // Named channels authenticate through the key file beside the socket; TCP
@@ -110,15 +117,15 @@ async function open(transport, options = {}) {
 
 // A listener on a nats-server this process started; the peer connects to
 // the same subject. A short heartbeat makes a killed peer show within seconds.
-async function openNats(serialization) {
+async function openNats(serialization, natsClient) {
   const nats = await natsServer();
   const subject = `conformance.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
   const server = procwire.listen(nats.url, {
-    subject, serialization, heartbeat: 1000, highWaterMark: PROFILES.nats.highWaterMark,
+    subject, serialization, heartbeat: 1000, highWaterMark: PROFILES.nats.highWaterMark, natsClient,
   });
   await server.ready;
   const gotChannel = new Promise((resolve) => server.once('channel', resolve));
-  const child = childProcess.spawn(process.execPath, [PEER, 'nats', nats.url, subject], {
+  const child = childProcess.spawn(process.execPath, [PEER, 'nats', nats.url, subject, natsClient], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const exited = exitOf(child);

@@ -35,6 +35,11 @@ async function main(): Promise<void> {
   const client: Channel = await procwire.connect({ port: 1234 }, { secret: 'x'.repeat(32), helloTimeout: 1000, tls: { ca: 'pem' } });
   const nats: Channel = await procwire.connect('nats://127.0.0.1:4222', { subject: 'jobs' });
   await nats.request({ job: 1 }, { timeout: 2000, retries: 3 });
+  const durable = await procwire.connect('nats://127.0.0.1:4222', { subject: 'jobs', durable: true, credentials: { token: 't' } });
+  const dup: number = durable.stats().duplicatesSuppressed + durable.stats().redeliveries;
+  procwire.listen('nats://127.0.0.1:4222', { subject: 'jobs', durable: true, concurrency: 4, ackWait: 1000 }, (w) => {
+    w.respond(async () => dup);
+  });
   client.send('x', (err) => void err);
   const big = procwire.alloc(1 << 20);
   client.send({ big }, { transfer: [big] });

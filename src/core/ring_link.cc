@@ -1,4 +1,4 @@
-#include "ring_transport.h"
+#include "ring_link.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,32 +18,34 @@ void CloseIfOpen(int fd) {
 
 }  // namespace
 
-RingTransport::~RingTransport() {
+RingLink::~RingLink() {
   // The reader and writer borrow the mappings: drop them first.
   writer_.reset();
   reader_.reset();
   CloseIfOpen(out_wake_fd_);
   CloseIfOpen(in_wake_fd_);
+  CloseIfOpen(in_signal_fd_);
 }
 
-int RingTransport::CreateOutbound(size_t capacity) {
+int RingLink::CreateInboundWake() {
+  if (in_wake_fd_ >= 0) return 0;
+  return WakeLinkCreate(&in_wake_fd_, &in_signal_fd_);
+}
+
+int RingLink::CreateOutbound(size_t capacity) {
   if (writer_ != nullptr) return -EALREADY;
-  const int err = out_map_.Create(capacity);
+  int err = CreateInboundWake();
   if (err != 0) return err;
-  const int efd = EventFdCreate();
-  if (efd < 0) {
-    out_map_.Reset();
-    return efd;
-  }
-  out_wake_fd_ = efd;
+  err = out_map_.Create(capacity);
+  if (err != 0) return err;
   writer_.reset(new RingWriter(&out_map_));
   return 0;
 }
 
-int RingTransport::DupOutboundFds(int* ring_fd, int* wake_fd) const {
+int RingLink::DupSetupFds(int* ring_fd, int* wake_fd) const {
   *ring_fd = fcntl(out_map_.fd(), F_DUPFD_CLOEXEC, 0);
   if (*ring_fd < 0) return -errno;
-  *wake_fd = fcntl(out_wake_fd_, F_DUPFD_CLOEXEC, 0);
+  *wake_fd = fcntl(in_signal_fd_, F_DUPFD_CLOEXEC, 0);
   if (*wake_fd < 0) {
     const int err = errno;
     close(*ring_fd);
@@ -53,11 +55,31 @@ int RingTransport::DupOutboundFds(int* ring_fd, int* wake_fd) const {
   return 0;
 }
 
-size_t RingTransport::max_frame_bytes() const {
+int RingLink::TakePeerWake(int wake_fd) {
+  if (out_wake_fd_ >= 0) {
+    CloseIfOpen(wake_fd);
+    return -EALREADY;
+  }
+  // Only a unix stream socket: we signal it with a non-blocking send, which
+  // no flag the peer sets can turn into a blocking one. An eventfd or a pipe
+  // could be made to block our write (a full counter or pipe, O_NONBLOCK
+  // cleared by the peer on the shared description).
+  if (!IsWakeLinkEnd(wake_fd)) {
+    CloseIfOpen(wake_fd);
+    return -EPROTO;
+  }
+  out_wake_fd_ = wake_fd;
+  // Records written before the link arrived: a reader that announced sleep
+  // meanwhile still holds its announcement, so it is woken now.
+  WakeReaderIfNeeded();
+  return 0;
+}
+
+size_t RingLink::max_frame_bytes() const {
   return writer_ == nullptr ? 0 : writer_->max_payload() - kRingMarkSize;
 }
 
-bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t size) {
+bool RingLink::Write(uint64_t socket_mark, const uint8_t* frames, size_t size) {
   if (writer_ == nullptr || size > max_frame_bytes()) return false;
   uint8_t* out = nullptr;
   if (writer_->Reserve(kRingMarkSize + size, &out) != RingStatus::kOk) return false;
@@ -73,67 +95,56 @@ bool RingTransport::Write(uint64_t socket_mark, const uint8_t* frames, size_t si
   // load while the reader is awake). Not at every record: a short batch,
   // such as one answer, is signalled at its end anyway, and waking per
   // record would cost a context switch per message.
-  if (++batch_records_ % kEarlyWakeRecords == 0 && writer_->ReaderMaybeSleeping() && writer_->NeedsWake()) {
-    EventFdSignal(out_wake_fd_);
+  if (++batch_records_ % kEarlyWakeRecords == 0 && out_wake_fd_ >= 0 && writer_->ReaderMaybeSleeping() &&
+      writer_->NeedsWake()) {
+    WakeLinkSignal(out_wake_fd_);
     wakes_sent++;
   }
   return true;
 }
 
-void RingTransport::WakeReaderIfNeeded() {
-  if (!out_dirty_) return;
+void RingLink::WakeReaderIfNeeded() {
+  // Without the peer's link the reader's announcement is left for
+  // TakePeerWake: taking it here would lose the wake-up.
+  if (!out_dirty_ || out_wake_fd_ < 0) return;
   out_dirty_ = false;
   batch_records_ = 0;
   if (writer_->NeedsWake()) {
-    EventFdSignal(out_wake_fd_);
+    WakeLinkSignal(out_wake_fd_);
     wakes_sent++;
   }
 }
 
-int RingTransport::AttachInbound(int ring_fd, int wake_fd) {
-  if (reader_ != nullptr) {
-    CloseIfOpen(wake_fd);
-    return -EALREADY;
-  }
+int RingLink::AttachInbound(int ring_fd) {
+  if (reader_ != nullptr) return -EALREADY;
   // Only the size this version makes: Attach maps (and faults in) the whole
   // ring, which must not be the peer's choice, before the hello included.
   struct stat st;
   if (fstat(ring_fd, &st) != 0 || st.st_size != static_cast<off_t>(kRingHeaderSize + kChannelRingCapacity)) {
-    CloseIfOpen(wake_fd);
     return -EPROTO;
   }
-  const int err = in_map_.Attach(ring_fd);
-  if (err != 0) {
-    CloseIfOpen(wake_fd);
-    return err;
-  }
-  // The wake-up descriptor must be an eventfd: anything else (a socket, a
-  // pipe the peer keeps writing to) could make our poll spin or block.
-  char link[64];
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", wake_fd);
-  const ssize_t n = readlink(path, link, sizeof(link) - 1);
-  if (wake_fd < 0 || n <= 0 || std::strncmp(link, "anon_inode:[eventfd]", static_cast<size_t>(n)) != 0) {
-    CloseIfOpen(wake_fd);
-    in_map_.Reset();
-    return -EPROTO;
-  }
-  // Non-blocking: draining it must never block the event loop.
-  const int flags = fcntl(wake_fd, F_GETFL);
-  if (flags < 0 || fcntl(wake_fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    const int e = errno;
-    CloseIfOpen(wake_fd);
-    in_map_.Reset();
-    return -e;
-  }
-  in_wake_fd_ = wake_fd;
+  int err = CreateInboundWake();
+  if (err != 0) return err;
+  err = in_map_.Attach(ring_fd);
+  if (err != 0) return err;
   reader_.reset(new RingReader(&in_map_));
   if (reader_->error() != RingError::kNone) corrupt_reason_ = "the peer's ring has impossible indices";
   return 0;
 }
 
-RingTransport::ReadStatus RingTransport::Read(uint64_t socket_delivered, const uint8_t** frames,
-                                              size_t* size) {
+bool RingLink::DrainWake() {
+  if (WakeLinkDrain(in_wake_fd_, kMaxWakeDrainReads) == WakeDrain::kClosed) {
+    SetCorrupt("the peer shut down the ring's wake-up link");
+    return false;
+  }
+  if (++idle_wakes_ > kMaxIdleWakes) {
+    SetCorrupt("the peer keeps signalling the ring's wake-up link without writing records");
+    return false;
+  }
+  return true;
+}
+
+RingLink::ReadStatus RingLink::Read(uint64_t socket_delivered, const uint8_t** frames, size_t* size) {
   if (corrupt_reason_ != nullptr) return ReadStatus::kCorrupt;
   const uint8_t* data = nullptr;
   size_t length = 0;
@@ -165,12 +176,13 @@ RingTransport::ReadStatus RingTransport::Read(uint64_t socket_delivered, const u
   scratch_.resize(length - kRingMarkSize);
   if (!scratch_.empty()) std::memcpy(scratch_.data(), data + kRingMarkSize, scratch_.size());
   reader_->Consume();
+  idle_wakes_ = 0;
   *frames = scratch_.data();
   *size = scratch_.size();
   return ReadStatus::kRecord;
 }
 
-bool RingTransport::PrepareToSleep() { return reader_->PrepareToSleep(); }
-void RingTransport::DoneSleeping() { reader_->DoneSleeping(); }
+bool RingLink::PrepareToSleep() { return reader_->PrepareToSleep(); }
+void RingLink::DoneSleeping() { reader_->DoneSleeping(); }
 
 }  // namespace procwire

@@ -1,10 +1,15 @@
-// RingTransport: the shared-memory half of a channel between two procwire
+// RingLink: the shared-memory half of a channel between two procwire
 // ends on one host (see docs/rings.md and docs/protocol.md, "Rings").
 //
 // Each direction has its own single-producer/single-consumer ring
-// (src/core/ring.h) and its own eventfd, both created by the writing end and
-// passed to the reading end with SCM_RIGHTS beside a ring set-up control
-// frame on the socket. The socket stays open beside the rings: it carries
+// (src/core/ring.h), created by the writing end, and its own wake-up link
+// (src/core/wake.h), created by the reading end: the side that waits on a
+// descriptor is the side that made it. Each end's ring set-up control frame
+// carries, with SCM_RIGHTS, the memfd of the ring it writes and the
+// signalling end of the link for the ring it reads. A writer may use its
+// ring as soon as its own set-up is queued; it signals the reader once it
+// has read the peer's set-up (a sleep the reader announced meanwhile stays
+// announced until then). The socket stays open beside the rings: it carries
 // what a ring cannot (descriptors, frames larger than a record, anything sent
 // while earlier socket bytes are still queued) and remains the liveness
 // signal.
@@ -23,17 +28,19 @@
 // is the socket's, exactly as without rings.
 //
 // Ownership: this object owns both mappings, the outbound memfd (kept open so
-// the set-up frame can carry a copy) and both eventfds. No V8, no libuv: the
-// channel polls inbound_wake_fd() itself. Threading: the channel's thread.
-#ifndef PROCWIRE_BINDING_RING_TRANSPORT_H_
-#define PROCWIRE_BINDING_RING_TRANSPORT_H_
+// the set-up frame can carry a copy), our link's two ends (the signalling
+// one kept for wake-ups of our own) and the peer's signalling end. No V8, no
+// libuv: the channel polls inbound_wake_fd() itself. Threading: the channel's thread.
+#ifndef PROCWIRE_CORE_RING_LINK_H_
+#define PROCWIRE_CORE_RING_LINK_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "../core/ring.h"
+#include "ring.h"
+#include "wake.h"
 
 namespace procwire {
 
@@ -43,23 +50,36 @@ constexpr size_t kChannelRingCapacity = 1024 * 1024;
 // Bytes before the frames in every ring record: the socket mark.
 constexpr size_t kRingMarkSize = 8;
 // In a batch of sends, a sleeping reader is woken early after every this
-// many records (see RingTransport::Write).
+// many records (see RingLink::Write).
 constexpr uint32_t kEarlyWakeRecords = 16;
+// Reads of 256 bytes one wake-up spends emptying its link. An honest writer
+// sends at most one byte per sleep the reader announced.
+constexpr int kMaxWakeDrainReads = 4;
+// Wake-ups in a row without a record before the link counts as abused: the
+// writer signals only after writing a record to a reader that announced
+// sleep, and our own wake-ups reset the count, so an honest peer never
+// comes near it.
+constexpr uint32_t kMaxIdleWakes = 64;
 
-class RingTransport {
+class RingLink {
  public:
-  RingTransport() = default;
-  ~RingTransport();
-  RingTransport(const RingTransport&) = delete;
-  RingTransport& operator=(const RingTransport&) = delete;
+  RingLink() = default;
+  ~RingLink();
+  RingLink(const RingLink&) = delete;
+  RingLink& operator=(const RingLink&) = delete;
 
   // ---- the outbound direction (we write) ----
-  // Creates our ring and its eventfd. Returns 0 or -errno.
+  // Creates our ring, and our inbound wake-up link unless it exists.
+  // Returns 0 or -errno.
   int CreateOutbound(size_t capacity);
-  bool has_outbound() const { return writer_ != nullptr; }
-  // Close-on-exec copies of the ring's memfd and eventfd, for SCM_RIGHTS
-  // (the write queue closes them once sent). Returns 0 or -errno.
-  int DupOutboundFds(int* ring_fd, int* wake_fd) const;
+  // Close-on-exec copies of our ring's memfd and of our link's signalling
+  // end, for the set-up frame's SCM_RIGHTS (the write queue closes them once
+  // sent). Returns 0 or -errno.
+  int DupSetupFds(int* ring_fd, int* wake_fd) const;
+  // Takes the signalling end of the peer's link, from its set-up frame
+  // (closed on failure too), and wakes the reader if records wait for it.
+  // Returns 0, -EPROTO when it is not a unix stream socket, or -EALREADY.
+  int TakePeerWake(int wake_fd);
   // The largest frame (or batch of frames) one record can take.
   size_t max_frame_bytes() const;
   // Writes one record: the mark, then `size` bytes of whole frames. False
@@ -67,7 +87,8 @@ class RingTransport {
   // (send them by the socket instead); a failed ring is reported by
   // outbound_failed().
   bool Write(uint64_t socket_mark, const uint8_t* frames, size_t size);
-  // After a batch of writes: signals the reader when it announced sleep.
+  // After a batch of writes: signals the reader when it announced sleep
+  // (once we have its link).
   void WakeReaderIfNeeded();
   bool outbound_failed() const {
     return writer_ != nullptr && writer_->error() != RingError::kNone &&
@@ -75,12 +96,24 @@ class RingTransport {
   }
 
   // ---- the inbound direction (the peer writes) ----
-  // Maps the peer's ring and takes ownership of its eventfd (closed on
-  // failure too). `ring_fd` is borrowed. Returns 0, -EPROTO for a ring that
-  // is not valid, -EALREADY when one is attached already, or -errno.
-  int AttachInbound(int ring_fd, int wake_fd);
+  // Maps the peer's ring and creates our inbound wake-up link unless it
+  // exists. `ring_fd` is borrowed. Returns 0, -EPROTO for a ring that is not
+  // valid, -EALREADY when one is attached already, or -errno.
+  int AttachInbound(int ring_fd);
   bool has_inbound() const { return reader_ != nullptr; }
+  // The end of our link the channel polls.
   int inbound_wake_fd() const { return in_wake_fd_; }
+  // Makes the poll of inbound_wake_fd() fire once more (after a budget, on
+  // readStart): through our own copy of the signalling end.
+  void WakeSelf() {
+    WakeLinkSignal(in_signal_fd_);
+    idle_wakes_ = 0;
+  }
+  // At the start of a wake-up: empties the link. False when the link cannot
+  // be trusted any more (set corrupt_reason()): it was shut down (it would
+  // stay readable), or it keeps being signalled with no record to read
+  // (kMaxIdleWakes wake-ups in a row; reading a record resets the count).
+  bool DrainWake();
 
   enum class ReadStatus : uint8_t {
     kRecord,   // *frames/*size: a private copy of the record's frames.
@@ -121,8 +154,11 @@ class RingTransport {
   double wakes_sent = 0;
 
  private:
+  int CreateInboundWake();
+
   RingMapping out_map_;
   std::unique_ptr<RingWriter> writer_;
+  // The signalling end of the peer's link.
   int out_wake_fd_ = -1;
   bool out_dirty_ = false;
   // Records written since the last end-of-batch wake-up check.
@@ -130,7 +166,11 @@ class RingTransport {
 
   RingMapping in_map_;
   std::unique_ptr<RingReader> reader_;
+  // Our link: the end we poll, and our copy of the end the peer signals.
   int in_wake_fd_ = -1;
+  int in_signal_fd_ = -1;
+  // Wake-ups in a row that found no record to deliver.
+  uint32_t idle_wakes_ = 0;
   uint64_t last_mark_ = 0;
   std::vector<uint8_t> scratch_;
   const char* corrupt_reason_ = nullptr;
@@ -138,4 +178,4 @@ class RingTransport {
 
 }  // namespace procwire
 
-#endif  // PROCWIRE_BINDING_RING_TRANSPORT_H_
+#endif  // PROCWIRE_CORE_RING_LINK_H_

@@ -1,0 +1,417 @@
+'use strict';
+// The handles of durable NATS channels (./durable.js): a caller's, which
+// publishes requests into the JetStream work queue and reads its replies
+// from its own consumer, and a worker's, which takes requests from the
+// queue's shared consumer and publishes each reply before it acks the
+// request. Both keep Channel's handle contract (../contract.js) with the
+// `requests` capability; plain messages have no place in a work queue.
+
+const codecs = require('../../codec');
+const { makeError } = require('../../errors');
+const { invalidArg } = require('../../validate');
+const { NATS_ERROR_HEADER } = require('../../protocol');
+const { capabilities, END_REASONS } = require('../contract');
+const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
+const { serializeError } = require('./handle');
+const { replySubject } = require('./queue');
+
+const CAPABILITIES = capabilities({ requests: true });
+const ID_HEADER = 'Procwire-Id';
+const CALLER_HEADER = 'Procwire-Caller';
+const PUBLISH_TIMEOUT = 5000;
+const MAX_BACKOFF = 1000;
+// Ids of answered requests a caller remembers, to tell a duplicate reply
+// from one for a request that timed out.
+const REMEMBERED_ANSWERS = 1 << 16;
+
+const sleep = (ms) => new Promise((r) => { setTimeout(r, ms).unref(); });
+
+class DurableHandleBase {
+  constructor(link, settings, options) {
+    this._link = link;
+    this._nc = link.nc;
+    this._js = link.jetstream();
+    this._settings = settings;
+    this._codec = codecs[options.serialization];
+    this._maxMessageSize = options.maxMessageSize;
+    this.capabilities = CAPABILITIES;
+    this._cb = null;
+    this._closed = false;
+    this._reading = true;
+    this._pushed = 0;
+    this._written = 0;
+    this._counts = { messagesIn: 0, messagesOut: 0, bytesIn: 0, bytesOut: 0, writeCalls: 0, readCalls: 0, decodeErrors: 0 };
+    this._histIn = new Array(HISTOGRAM_BUCKETS).fill(0);
+    this._histOut = new Array(HISTOGRAM_BUCKETS).fill(0);
+    // What the durable mode adds to stats() (DurableChannel.stats()).
+    this.durableStats = { redeliveries: 0, duplicatesSuppressed: 0, lateReplies: 0, republished: 0, progressAcks: 0, cancelled: 0 };
+    link.handles.add(this);
+    link.acquire();
+  }
+
+  attach(callbacks) {
+    this._cb = callbacks;
+    return this;
+  }
+
+  write() {
+    throw invalidArg('durable NATS channels carry requests only: use request() and respond()');
+  }
+
+  writeBuffer() {
+    return this.write();
+  }
+
+  flush() {
+    return this._written;
+  }
+
+  written() {
+    return this._written;
+  }
+
+  readStart() {
+    this._reading = true;
+  }
+
+  readStop() {
+    this._reading = false;
+  }
+
+  // The NATS client keeps its own socket and timers.
+  ref() {}
+
+  unref() {}
+
+  stats() {
+    return countedStats(this._counts, {
+      bytesOut: this._counts.bytesOut,
+      queuedBytes: this._pushed - this._written,
+      bufferedBytes: 0,
+      histogramIn: this._histIn,
+      histogramOut: this._histOut,
+    });
+  }
+
+  onStatus(status) {
+    if (this._cb !== null) this._cb.onstatus(status);
+  }
+
+  onLinkClosed() {
+    if (this._closed) return;
+    if (this._cb === null) {
+      this.close();
+      return;
+    }
+    this._cb.onend(END_REASONS.END_OF_STREAM, makeError('ERR_PROCWIRE_NATS', 'NATS connection closed'));
+  }
+
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._stopConsuming();
+    this._link.handles.delete(this);
+    this._link.release();
+  }
+
+  _stopConsuming() {
+    if (this._messages) {
+      try { this._messages.stop(); } catch { /* stopped */ }
+    }
+  }
+
+  _encode(value) {
+    const frame = this._codec.encode(value);
+    const payload = frame.subarray(this._codec.headerBytes, frame.length - this._codec.trailerBytes);
+    const info = this._nc.info;
+    const limit = info && info.max_payload ? info.max_payload : Infinity;
+    if (payload.length > limit) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${payload.length} bytes exceeds the NATS server's max_payload (${limit})`);
+    }
+    return payload;
+  }
+
+  _decode(data) {
+    if (data.length > this._maxMessageSize) {
+      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+        `message of ${data.length} bytes exceeds maxMessageSize (${this._maxMessageSize}); skipped`);
+    }
+    return this._codec.decode(data);
+  }
+
+  _countOut(n) {
+    this._pushed += n;
+    this._counts.messagesOut++;
+    this._counts.bytesOut += n;
+    this._counts.writeCalls++;
+    this._histOut[sizeBucket(n)]++;
+  }
+
+  _countIn(n) {
+    this._counts.messagesIn++;
+    this._counts.readCalls++;
+    this._counts.bytesIn += n;
+    this._histIn[sizeBucket(n)]++;
+  }
+
+  _wrote(n) {
+    this._written += n;
+    if (this._cb !== null && !this._closed) this._cb.onwrite(this._written);
+  }
+
+  // Publishes into the stream until JetStream acknowledges it, the same
+  // message id every time, so a publish whose acknowledgement was lost (a
+  // server died) and is tried again is stored once. -> the PubAck, or null
+  // when `abandoned()` says to stop.
+  async _publish(subject, payload, options, abandoned) {
+    for (let attempt = 0; ; attempt++) {
+      if (this._closed || abandoned()) return null;
+      try {
+        return await this._js.publish(subject, payload, { ...options, timeout: PUBLISH_TIMEOUT });
+      } catch (err) {
+        if (this._closed || abandoned()) return null;
+        if (err && /maximum payload|max_payload/i.test(String(err.message))) throw err;
+        this.durableStats.republished++;
+        await sleep(Math.min(MAX_BACKOFF, 25 * 2 ** Math.min(attempt, 6)));
+      }
+    }
+  }
+
+  // Runs `each` over the consumer's messages, at most `limit` at once,
+  // pulling again after the iterator ends (a consumer whose server went
+  // away) until the handle closes.
+  async _consume(consumer, limit, each) {
+    while (!this._closed) {
+      try {
+        this._messages = await consumer.consume({ max_messages: limit });
+        if (this._closed) this._stopConsuming();
+        for await (const m of this._messages) {
+          await each(m);
+          if (this._closed) break;
+        }
+      } catch (err) {
+        if (this._closed) return;
+        if (this._cb !== null) this._cb.onerror(makeError('ERR_PROCWIRE_NATS', `JetStream consumer failed: ${err.message}`, err));
+      }
+      if (!this._closed) await sleep(200);
+    }
+  }
+}
+
+// ---- the caller ---------------------------------------------------------------
+
+class CallerHandle extends DurableHandleBase {
+  constructor(link, settings, options, caller) {
+    super(link, settings, options);
+    this._caller = caller;
+    this._open = new Map();        // request id -> { seq } while unanswered
+    this._answered = new Set();    // recently answered ids
+    this.lastRequestId = 0;
+  }
+
+  start(consumer) {
+    this._consume(consumer, 256, (m) => this._onReply(m));
+  }
+
+  writeRequest(id, body) {
+    const payload = this._encode(body);
+    const n = payload.length;
+    this.lastRequestId = id;
+    const entry = { seq: 0 };
+    this._open.set(id, entry);
+    this._countOut(n);
+    const h = this._link.client.headers();
+    h.set(ID_HEADER, String(id));
+    h.set(CALLER_HEADER, this._caller);
+    this._publish(this._settings.requests, payload, { msgID: `${this._caller}.${id}`, headers: h },
+      () => !this._open.has(id)).then((ack) => {
+      if (ack) entry.seq = ack.seq;
+      this._wrote(n);
+      // Cancelled meanwhile: take it back out of the queue if no worker has it.
+      if (ack && !this._open.has(id)) this._unqueue(ack.seq);
+    }, (err) => {
+      this._wrote(n);
+      if (this._open.delete(id) && this._cb !== null) this._cb.onrequestfailed(id, makeError('ERR_PROCWIRE_NATS', `JetStream publish failed: ${err.message}`, err));
+    });
+    return this._pushed;
+  }
+
+  writeResponse() {
+    return this._pushed;
+  }
+
+  // The request timed out or was aborted: its reply, if one still comes, is
+  // dropped; if no worker has taken it yet it leaves the queue.
+  cancel(id) {
+    const entry = this._open.get(id);
+    if (entry === undefined) return;
+    this._open.delete(id);
+    this.durableStats.cancelled++;
+    if (entry.seq > 0) this._unqueue(entry.seq);
+  }
+
+  _unqueue(seq) {
+    this._link.jetstreamManager().then((jsm) => jsm.streams.deleteMessage(this._settings.stream, seq, false))
+      .catch(() => { /* taken by a worker already, or the stream is busy */ });
+  }
+
+  _onReply(m) {
+    const h = m.headers;
+    const id = h ? Number(h.get(ID_HEADER)) : NaN;
+    this._countIn(m.data.length);
+    m.ack();
+    if (this._closed || this._cb === null) return;
+    if (!this._open.has(id)) {
+      if (this._answered.has(id)) this.durableStats.duplicatesSuppressed++;
+      else this.durableStats.lateReplies++;
+      return;
+    }
+    this._open.delete(id);
+    this._answered.add(id);
+    if (this._answered.size > REMEMBERED_ANSWERS) this._answered.delete(this._answered.values().next().value);
+    if (h.get(NATS_ERROR_HEADER)) {
+      let error;
+      try { error = JSON.parse(Buffer.from(m.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
+      this._cb.onresponse(id, false, error);
+      return;
+    }
+    let value;
+    try {
+      value = this._decode(m.data);
+    } catch (err) {
+      this._counts.decodeErrors++;
+      this._cb.onrequestfailed(id, err);
+      return;
+    }
+    this._cb.onresponse(id, true, value);
+  }
+}
+
+// ---- the worker -----------------------------------------------------------------
+
+class WorkerHandle extends DurableHandleBase {
+  constructor(link, settings, options) {
+    super(link, settings, options);
+    this._inbound = new Map();     // local id -> { m, caller, msgId, timer }
+    this._nextInbound = 1;
+    this._slotWaiter = null;
+  }
+
+  start(consumer) {
+    const limit = this._settings.concurrency;
+    this._consume(consumer, limit, async (m) => {
+      while (!this._closed && (this._inbound.size >= limit || !this._reading || this._cb === null)) {
+        await new Promise((r) => { this._slotWaiter = r; setTimeout(r, 100).unref(); });
+      }
+      if (this._closed) return;
+      this._take(m);
+    });
+  }
+
+  readStart() {
+    super.readStart();
+    this._wake();
+  }
+
+  writeRequest() {
+    throw invalidArg('the worker end of a durable NATS channel answers requests (respond()); it cannot send them');
+  }
+
+  // The reply goes into the caller's reply subject first, with a message id
+  // derived from the request's, so that a request answered twice (its first
+  // worker died after replying, before its ack) is stored once; only then is
+  // the request acked and leaves the queue.
+  writeResponse(id, ok, bodyOrError) {
+    const entry = this._inbound.get(id);
+    let payload;
+    const h = this._link.client.headers();
+    if (ok) {
+      payload = this._encode(bodyOrError);
+    } else {
+      payload = Buffer.from(JSON.stringify(bodyOrError || {}));
+      h.set(NATS_ERROR_HEADER, '1');
+    }
+    if (entry === undefined) return this._pushed;
+    h.set(ID_HEADER, entry.requestId);
+    const n = payload.length;
+    this._countOut(n);
+    this._publish(replySubject(this._settings, entry.caller), payload, { msgID: `${entry.msgId}.r`, headers: h },
+      () => false).then((ack) => {
+      this._wrote(n);
+      if (ack === null) return;
+      if (ack.duplicate) this.durableStats.duplicatesSuppressed++;
+      entry.m.ack();
+      this._done(id);
+    }, (err) => {
+      this._wrote(n);
+      // A reply that cannot be stored (too large) is an error reply instead.
+      if (this._cb !== null) this._cb.onerror(makeError('ERR_PROCWIRE_NATS', `reply not stored: ${err.message}`, err));
+      entry.m.term();
+      this._done(id);
+    });
+    return this._pushed;
+  }
+
+  close() {
+    if (this._closed) return;
+    // Requests taken but not answered go back to the queue at once.
+    for (const entry of this._inbound.values()) {
+      clearInterval(entry.timer);
+      try { entry.m.nak(); } catch { /* connection gone: redelivered after ackWait */ }
+    }
+    this._inbound.clear();
+    super.close();
+    this._wake();
+  }
+
+  _wake() {
+    if (this._slotWaiter) {
+      const w = this._slotWaiter;
+      this._slotWaiter = null;
+      w();
+    }
+  }
+
+  _done(id) {
+    const entry = this._inbound.get(id);
+    if (entry === undefined) return;
+    clearInterval(entry.timer);
+    this._inbound.delete(id);
+    this._wake();
+  }
+
+  _take(m) {
+    const h = m.headers;
+    const caller = h ? h.get(CALLER_HEADER) : '';
+    const requestId = h ? h.get(ID_HEADER) : '';
+    this._countIn(m.data.length);
+    if (m.redelivered) this.durableStats.redeliveries++;
+    if (!caller || !requestId) {
+      // Not a procwire request: nobody to answer.
+      m.term();
+      return;
+    }
+    const id = this._nextInbound++;
+    // Long tasks: tell JetStream the request is in progress so it is not
+    // given to another worker while this one still works on it (three times
+    // per ack wait, so one late timer on a busy event loop does not lose it).
+    const timer = setInterval(() => {
+      this.durableStats.progressAcks++;
+      try { m.working(); } catch { /* connection gone */ }
+    }, Math.max(50, this._settings.ackWait / 3));
+    timer.unref();
+    this._inbound.set(id, { m, caller, requestId, msgId: `${caller}.${requestId}`, timer });
+    let value;
+    try {
+      value = this._decode(m.data);
+    } catch (err) {
+      this._counts.decodeErrors++;
+      this.writeResponse(id, false, serializeError(err));
+      return;
+    }
+    this._cb.onrequest(id, value);
+  }
+}
+
+module.exports = { CallerHandle, WorkerHandle };

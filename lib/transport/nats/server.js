@@ -1,0 +1,132 @@
+'use strict';
+// The listening end of core NATS channels: a queue subscription on the
+// listener's subject that answers each client's hello with a new channel.
+
+const { makeError } = require('../../errors');
+const { validateSerialization } = require('../../validate');
+const { ServerBase, listenArguments } = require('../server');
+const { natsError, openLink, serversFor, validateClientName } = require('./connection');
+const { NatsHandle, CTL } = require('./handle');
+const { NatsChannel, channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
+
+// ---- listen -----------------------------------------------------------------------
+
+class NatsServer extends ServerBase {
+  constructor(servers, options) {
+    super();
+    this._servers = servers;
+    this._options = options;
+    this._subject = validateSubject(options.subject, 'options.subject');
+    validateClientName(options.natsClient);
+    this._outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
+    this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
+    if (options.serialization !== undefined) validateSerialization(options.serialization);
+    handleOptions(options, 'advanced');  // validates early
+    this._link = null;
+    this._sub = null;
+  }
+
+  address() {
+    return { servers: this._servers, subject: this._subject, queue: this._outbox };
+  }
+
+  get connection() {
+    return this._link ? this._link.nc : null;
+  }
+
+  async _start() {
+    const link = await openLink(this._servers, this._options);
+    if (this._closed) {
+      link.acquire();
+      link.release();
+      return;
+    }
+    this._link = link;
+    link.acquire();
+    this._onStatus = (s) => this.emit('status', s);
+    link.listeners.add(this._onStatus);
+    this._sub = link.nc.subscribe(this._subject, { queue: this._outbox, callback: (err, msg) => this._onHello(err, msg) });
+    // The subscription is registered once the server answers this PING.
+    await link.nc.flush();
+  }
+
+  _refuse(msg, message) {
+    if (!msg.reply) return;
+    try {
+      msg.respond(Buffer.from(JSON.stringify({ error: { message, code: 'ERR_PROCWIRE_CONNECT_FAILED' } })));
+    } catch { /* closed */ }
+    this.emit('reject', makeError('ERR_PROCWIRE_CONNECT_FAILED', message));
+  }
+
+  _onHello(err, msg) {
+    if (err) {
+      this._report(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      return;
+    }
+    if (this._closed) return;
+    const h = msg.headers;
+    if (h === undefined || h.get(CTL) !== 'hello' || !msg.reply) {
+      this._refuse(msg, `not a procwire hello on ${this._subject}`);
+      return;
+    }
+    let hello;
+    try {
+      hello = JSON.parse(Buffer.from(msg.data).toString());
+      validateSubject(hello.subject, 'hello.subject');
+      hello.serialization = validateSerialization(hello.serialization);
+    } catch (e) {
+      this._refuse(msg, `bad procwire hello: ${e.message}`);
+      return;
+    }
+    if (this._options.serialization !== undefined && hello.serialization !== this._options.serialization) {
+      this._refuse(msg, `this listener speaks ${this._options.serialization}, the client asked for ${hello.serialization}`);
+      return;
+    }
+    const subject = `${this._prefix}.${this._link.client.nextId()}`;
+    const handle = new NatsHandle(this._link, subject, hello.subject, handleOptions(this._options, hello.serialization));
+    const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
+      { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
+    channel.subject = subject;
+    this._accept(channel);
+    try {
+      msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
+    } catch (e) {
+      channel.destroy(natsError('ERR_PROCWIRE_NATS', 'hello reply failed', e));
+      return;
+    }
+    handle.startHeartbeat();
+  }
+
+  // close() (ServerBase) stops taking new channels; open channels stay open
+  // (the connection closes with the last of them).
+  _stop() {
+    if (this._sub) {
+      try { this._sub.unsubscribe(); } catch { /* closed */ }
+    }
+    if (this._link) {
+      this._link.listeners.delete(this._onStatus);
+      this._link.release();
+    }
+  }
+}
+
+function listen(target, options, onChannel) {
+  ({ options, onChannel } = listenArguments(options, onChannel));
+  const server = new NatsServer(serversFor(target, options), options);
+  if (onChannel !== undefined) server.on('channel', onChannel);
+  server.ready = new Promise((resolve, reject) => {
+    server._start().then(() => {
+      if (!server._closed) server.emit('listening');
+      resolve(server);
+    }, (err) => {
+      const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
+        ? err : natsError('ERR_PROCWIRE_LISTEN_FAILED', 'NATS listen failed', err);
+      if (server.listenerCount('error') > 0) server.emit('error', e);
+      reject(e);
+    });
+  });
+  server.ready.catch(() => {});
+  return server;
+}
+
+module.exports = { listen, NatsServer };
