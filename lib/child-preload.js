@@ -32,7 +32,7 @@ function setup() {
   if (!Number.isInteger(fd) || fd < 0 || typeof process.send === 'function') return;
   const { binding } = require('./native');
   const { Channel } = require('./channel');
-  const { setupChildProcess } = require('./child-process-ipc');
+  const { setupChildProcess } = require('./child-process');
   binding.setBlocking(fd, false);
   const channel = new Channel(fd, {
     __proto__: null, serialization, transport: 'fork', peer: { pid: process.ppid }, segments: serialization === 'advanced',

@@ -200,4 +200,10 @@ function nodeError(code, ...args) {
   return err;
 }
 
-module.exports = { CODES, NODE_CODES, classes, makeError, systemError, nodeError, ProcwireError };
+// A bad argument (ERR_PROCWIRE_INVALID_ARG); lib/validate.js, the codec
+// registry and the hello all use this one.
+function invalidArg(message) {
+  return makeError('ERR_PROCWIRE_INVALID_ARG', message);
+}
+
+module.exports = { CODES, NODE_CODES, classes, makeError, systemError, nodeError, ProcwireError, invalidArg };

@@ -21,7 +21,7 @@ const { systemError, nodeError } = require('./errors');
 const { kCloseContext, childCloseContext } = require('./error-context');
 const { debug } = require('./debug');
 const { invalidArg } = require('./validate');
-const { setupChildProcess } = require('./child-process-ipc');
+const { setupChildProcess } = require('./child-process');
 
 const CHILD_MODES = ['node', 'procwire', 'native'];
 const PRELOAD = require.resolve('./child-preload');
@@ -84,6 +84,33 @@ function stdioFromString(stdio) {
 
 // fork(modulePath[, args][, options]) with child_process.fork's argument
 // handling, checks and errors, and the channel run by procwire.
+// Tells the child where its end of the channel is, for its child mode.
+function setChannelEnv(env, mode, slot, serialization, maxMessageSize) {
+  if (mode === 'node') {
+    env.NODE_CHANNEL_FD = String(slot);
+    env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
+  } else if (mode === 'native') {
+    // The child's own process.send is served natively: lib/child-preload.js
+    // takes the channel and restores NODE_OPTIONS. It goes FIRST in
+    // NODE_OPTIONS (Node runs NODE_OPTIONS' --require before the command
+    // line's, and every --require before any --import), so it has scrubbed
+    // its variables before a user's preload can spawn a helper, as Node
+    // removes NODE_CHANNEL_FD before any preload runs.
+    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
+    // The child's end refuses to send what the parent's end would refuse to
+    // read, and no less.
+    if (maxMessageSize !== undefined) env.PROCWIRE_NATIVE_MAX_MESSAGE_SIZE = String(maxMessageSize);
+    // Unset when NODE_OPTIONS was unset: the preload then removes it.
+    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
+    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
+    env.NODE_OPTIONS = `--require ${JSON.stringify(PRELOAD)}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
+  } else {
+    env.PROCWIRE_CHANNEL_FD = String(slot);
+    env.PROCWIRE_SERIALIZATION = serialization;
+  }
+}
+
 function fork(modulePath, args, options) {
   modulePath = validatedModulePath(modulePath);
   if (args == null) {
@@ -180,29 +207,7 @@ function fork(modulePath, args, options) {
   // its small messages that cost nothing measurable (json 64 B and 1 KiB,
   // advanced 1 KiB, 256 in flight); at 1 MiB it doubled the round trips.
   if (native && mode === 'node') binding.widenSendBuffer(childFd);
-  if (mode === 'node') {
-    env.NODE_CHANNEL_FD = String(slot);
-    env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
-  } else if (mode === 'native') {
-    // The child's own process.send is served natively: lib/child-preload.js
-    // takes the channel and restores NODE_OPTIONS. It goes FIRST in
-    // NODE_OPTIONS (Node runs NODE_OPTIONS' --require before the command
-    // line's, and every --require before any --import), so it has scrubbed
-    // its variables before a user's preload can spawn a helper, as Node
-    // removes NODE_CHANNEL_FD before any preload runs.
-    env.PROCWIRE_NATIVE_CHANNEL_FD = String(slot);
-    env.PROCWIRE_NATIVE_SERIALIZATION = serialization;
-    // The child's end refuses to send what the parent's end would refuse to
-    // read, and no less.
-    if (options.maxMessageSize !== undefined) env.PROCWIRE_NATIVE_MAX_MESSAGE_SIZE = String(options.maxMessageSize);
-    // Unset when NODE_OPTIONS was unset: the preload then removes it.
-    delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
-    if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
-    env.NODE_OPTIONS = `--require ${JSON.stringify(PRELOAD)}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
-  } else {
-    env.PROCWIRE_CHANNEL_FD = String(slot);
-    env.PROCWIRE_SERIALIZATION = serialization;
-  }
+  setChannelEnv(env, mode, slot, serialization, options.maxMessageSize);
 
   const spawnOptions = { ...options, stdio, env };
   for (const key of PROCWIRE_OPTIONS) delete spawnOptions[key];

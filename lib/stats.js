@@ -1,7 +1,7 @@
 'use strict';
 // A channel's statistics, by name. Every handle's stats() returns one array
 // of numbers in the layout below (src/core/channel_stats.h defines it for the
-// addon, which exports it as binding.statsLayout; test/protocol.test.js checks
+// addon, which exports it as binding.statsLayout; test/layout.test.js checks
 // that the two agree). The JavaScript handles (stream, fallback, NATS) fill it
 // with newStats()/setStat(), and Channel turns it into the public stats()
 // object in publicStats(), the one place that shape is built (docs/stats.md,

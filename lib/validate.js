@@ -1,16 +1,12 @@
 'use strict';
 // Argument checks shared by the API. The addon CHECKs what these promise.
 
-const { makeError } = require('./errors');
+const { makeError, invalidArg } = require('./errors');
 const { codecFor, codecNames } = require('./codec');
 // Chromium's limit for one IPC message, and procwire's default.
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('./protocol');
 // The largest length a u32 header can state.
 const MAX_FRAME_PAYLOAD = 0xffffffff;
-
-function invalidArg(message) {
-  return makeError('ERR_PROCWIRE_INVALID_ARG', message);
-}
 
 function validateSerialization(value, name = 'serialization') {
   if (value === undefined) return 'advanced';

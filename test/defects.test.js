@@ -14,6 +14,7 @@ const procwire = require('..');
 const { binding } = require('../lib/native');
 const { namedPair, uniqueName } = require('./helpers/pair');
 const { sleep, withTimeout, until } = require('./helpers/wait');
+const { kWriter, kInbox } = require('../lib/channel/symbols');
 
 const TIMEOUT = { timeout: 20000 };
 const native = procwire.native;
@@ -40,7 +41,7 @@ for (const [what, ack] of [['NaN bytes', { n: 1, bytes: NaN }], ['Infinity bytes
     t.after(() => p.close());
     p.serverSide.on('error', () => {});
     const closed = closeOf(p.serverSide);
-    p.client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGACK', ...ack });
+    p.client[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGACK', ...ack });
     const [reason, err] = await withTimeout(closed, 30_000, 'close');
     assert.strictEqual(reason, 'protocol-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_PROTOCOL');
@@ -106,7 +107,7 @@ test('the no-listener backlog is bounded in bytes: reading pauses, nothing is dr
   const chunk = Buffer.alloc(1024 * 1024, 7);
   for (let i = 0; i < 100; i++) p.client.send({ i, chunk });
   await sleep(1500);
-  const held = p.serverSide._backlog.length;
+  const held = p.serverSide[kInbox].backlog.length;
   assert.ok(held < 100, `all ${held} MiB were taken into the backlog`);
   assert.ok(held >= 32, `only ${held} messages were read`);
   const got = [];
@@ -162,7 +163,7 @@ test('a frame cut off by the peer closes with reason "truncated" and says how ma
   const closed = closeOf(p.serverSide);
   const partial = Buffer.alloc(4 + 10);
   partial.writeUInt32BE(1000);
-  p.client._sendRaw(partial);
+  p.client[kWriter].sendRaw(partial);
   p.client.close();
   const [reason, err] = await withTimeout(closed, 30_000, 'close');
   assert.strictEqual(reason, 'truncated');
@@ -297,7 +298,7 @@ test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a de
       0x7b, 0x01]);
     const frame = Buffer.concat([Buffer.alloc(4), payload]);
     frame.writeUInt32BE(payload.length);
-    for (let i = 0; i < 20; i++) p.client._sendRaw(frame);
+    for (let i = 0; i < 20; i++) p.client[kWriter].sendRaw(frame);
     // One within the limit still decodes.
     p.client.send({ small: new ArrayBuffer(8, { maxByteLength: 1024 }) });
     await until(() => got.length >= 1, 10000, 'the resizable buffer within the limit');
@@ -315,11 +316,11 @@ test('a resizable ArrayBuffer whose maxByteLength exceeds maxMessageSize is a de
 test('raw writes on a closed channel or with bad arguments are coded errors, never an abort', TIMEOUT, async (t) => {
   const p = await namedPair({ auth: false, rings: 'never' });
   t.after(() => p.close());
-  assert.throws(() => p.client._sendRaw('not bytes'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
-  assert.throws(() => p.client._sendRaw(Buffer.alloc(4), [-1]), { code: 'ERR_PROCWIRE_INVALID_ARG' });
-  assert.throws(() => p.client._sendRaw(Buffer.alloc(4), ['3']), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => p.client[kWriter].sendRaw('not bytes'), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => p.client[kWriter].sendRaw(Buffer.alloc(4), [-1]), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+  assert.throws(() => p.client[kWriter].sendRaw(Buffer.alloc(4), ['3']), { code: 'ERR_PROCWIRE_INVALID_ARG' });
   p.client.close();
-  assert.throws(() => p.client._sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
+  assert.throws(() => p.client[kWriter].sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
   await sleep(50);
-  assert.throws(() => p.client._sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
+  assert.throws(() => p.client[kWriter].sendRaw(Buffer.alloc(4)), { code: 'ERR_PROCWIRE_CHANNEL_CLOSED' });
 });

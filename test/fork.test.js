@@ -17,6 +17,7 @@ const url = require('url');
 const procwire = require('..');
 const { binding } = require('../lib/native');
 const wait = require('./helpers/wait');
+const { kWriter } = require('../lib/channel/symbols');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'fork-child.js');
 const CLUSTER_FIXTURE = path.join(__dirname, 'fixtures', 'cluster-http.js');
@@ -785,7 +786,7 @@ test('descriptors that come without a NODE_HANDLE message are closed at once, an
     let n = 0;
     peer.on('message', () => { if (++n === N) resolve(); });
   });
-  for (let i = 0; i < N; i++) client._sendRaw(frame, [fd]);
+  for (let i = 0; i < N; i++) client[kWriter].sendRaw(frame, [fd]);
   await withTimeout(all, 'messages');
   // Let the sender's copies go too (closed once sent): a deadline on the
   // count, not a fixed pause, which a loaded machine can outlast.

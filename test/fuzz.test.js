@@ -15,6 +15,7 @@ const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
 const { withTimeout } = require('./helpers/wait');
+const { kWriter } = require('../lib/channel/symbols');
 
 const SECONDS = Number(process.env.FUZZ_JS_SECONDS || 8);
 const SEED = Number(process.env.PROCWIRE_FUZZ_SEED || (Date.now() % 2 ** 31));
@@ -130,7 +131,7 @@ test(`fuzz: a live channel fed mutated frames keeps serving (seed ${SEED})`, { t
       const closed = new Promise((resolve) => client.once('close', resolve));
       client.on('error', () => {});
       const stream = Buffer.concat(Array.from({ length: 8 }, () => mutate(seeds[rand(seeds.length)])));
-      client._sendRaw(stream);
+      client[kWriter].sendRaw(stream);
       // A ping after the garbage: answered if the stream is still in sync,
       // or the server closed this channel (framing error); either is fine.
       client.send({ ping: batches });
@@ -174,7 +175,7 @@ test(`fuzz: mutated hellos never authenticate (seed ${SEED})`, { timeout: 120_00
       const client = await procwire.connect(name, { auth: false });
       client.on('error', () => {});
       const closed = new Promise((resolve) => client.once('close', resolve));
-      for (let i = 0; i < 3; i++) client._sendRaw(mutate(helloSeeds[rand(helloSeeds.length)]));
+      for (let i = 0; i < 3; i++) client[kWriter].sendRaw(mutate(helloSeeds[rand(helloSeeds.length)]));
       await Promise.race([closed, new Promise((r) => setTimeout(r, 600))]);
       client.destroy();
       attempts++;
@@ -219,8 +220,8 @@ test(`fuzz: the segment control protocol (acks, capabilities, announcements, des
         }));
         for (let i = 0; i < 4; i++) {
           switch (rand(5)) {
-            case 0: client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGACK', n: pick(), bytes: pick() }); break;
-            case 1: client._sendInternal({ cmd: 'NODE_PROCWIRE_CAPS', v: pick(), segments: pick() }); break;
+            case 0: client[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGACK', n: pick(), bytes: pick() }); break;
+            case 1: client[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_CAPS', v: pick(), segments: pick() }); break;
             case 2: {
               // An announcement [0xFE][count] with 0-3 descriptors that may
               // or may not be sealed memfds.
@@ -229,12 +230,12 @@ test(`fuzz: the segment control protocol (acks, capabilities, announcements, des
               for (let k = 0; k < n; k++) fds.push(fs.openSync('/dev/null', 'r'));
               const control = Buffer.from([0, 0, 0, 2, 0xfe, rand(256)]);
               if (rand(3) === 0) control.writeUInt32BE(rand(8), 0);
-              client._sendRaw(control, fds);
+              client[kWriter].sendRaw(control, fds);
               for (const fd of fds) fs.closeSync(fd);
               break;
             }
             case 3: client.send({ b: Buffer.alloc(rand(2) ? 300 * 1024 : 10, 1) }); break;
-            default: client._sendRaw(mutate(seeds[rand(seeds.length)]));
+            default: client[kWriter].sendRaw(mutate(seeds[rand(seeds.length)]));
           }
         }
         client.send({ last: true });

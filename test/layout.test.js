@@ -154,3 +154,36 @@ test('lib/ has no import cycle', () => {
   }
   for (const file of files) visit(file);
 });
+
+// Capabilities come from the backend (lib/transport/contract.js): the
+// channel decides from handle.capabilities, never by looking for methods,
+// and never builds a native handle itself; other modules reach its
+// internals through lib/channel/symbols.js, not underscore fields.
+test('lib/channel/ never probes or builds its handle; no module reads a Channel\'s underscore fields', () => {
+  const dir = path.join(root, 'lib', 'channel');
+  const sources = [path.join(root, 'lib', 'channel.js'), ...fs.readdirSync(dir).map((f) => path.join(dir, f))];
+  for (const file of sources) {
+    const src = fs.readFileSync(file, 'utf8');
+    const rel = path.relative(root, file);
+    assert.doesNotMatch(src, /typeof (?:this\._handle|handle|this\[kHandle\])\.\w+\s*[!=]==?\s*'function'/,
+      `${rel} probes a handle's methods with typeof`);
+    assert.doesNotMatch(src, /new binding\.NativeChannel|\.owner\s*=/, `${rel} builds a native handle or sets owner`);
+  }
+  const underscore = /\b(channel|ch|this\.channel|host)\._(gate|handle|handles|handleHook|sendRaw|sendInternal|sendPlain|sendAnswer|sendWithDescriptor|setConsumer|setReadLimit|onInternal|onHelloDone|takesHandles|writeOutNow|handleAnnounce)\b/;
+  (function walk(d) {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.js')) {
+        assert.doesNotMatch(fs.readFileSync(p, 'utf8'), underscore, `${path.relative(root, p)} reads a Channel's underscore field`);
+      }
+    }
+  })(path.join(root, 'lib'));
+});
+
+// Issue 30's bounds, measured with a parser (scripts/sizes.js, espree).
+test('no class in lib/ is over 500 lines and no function over 150', () => {
+  const { execFileSync } = require('child_process');
+  const out = execFileSync(process.execPath, [path.join(root, 'scripts', 'sizes.js')], { encoding: 'utf8' });
+  assert.match(out, / 0 over the bounds/, out);
+});

@@ -15,6 +15,7 @@ const { namedPair, uniqueName } = require('./helpers/pair');
 const { PEER, withTimeout, nextMessage, forkRingPeer } = require('./helpers/ring-peer');
 const { until } = require('./helpers/wait');
 const { VERSION: HELLO_VERSION } = require('../lib/auth')._internal;
+const { kWriter } = require('../lib/channel/symbols');
 
 const TIMEOUT = { timeout: 120_000 };
 const skip = !procwire.native && 'rings need the native addon';
@@ -107,7 +108,7 @@ for (const when of ['before its hello', 'after its hello, before its proof']) {
     if (when !== 'before its hello') {
       raw.send({ cmd: 'NODE_PROCWIRE_HELLO', v: HELLO_VERSION, nonce: 'ab'.repeat(32) });
     }
-    raw._sendRaw(Buffer.from([0, 0, 0, 2, 0xfd, 2]), [ringFd, wakeFd]);
+    raw[kWriter].sendRaw(Buffer.from([0, 0, 0, 2, 0xfd, 2]), [ringFd, wakeFd]);
     const err = await withTimeout(rejected, 10_000, 'the server to refuse the peer');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_AUTH_REQUIRED', err.message);
     assert.strictEqual(ringMaps(), mapsBefore, 'no ring was mapped for the peer');

@@ -15,6 +15,7 @@ const { namedPair } = require('./helpers/pair');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
 const { withTimeout, exitOf, unlessExited, killChild } = require('./helpers/wait');
 const { messageWithin } = require('./helpers/messages');
+const { kWriter, kHandle, kControl } = require('../lib/channel/symbols');
 
 // Returns depend on the receiver's garbage collection; the tests force it.
 v8.setFlagsFromString('--expose-gc');
@@ -69,7 +70,7 @@ const MiB = 1024 * KiB;
 const S = { SEGMENTS: 0, BYTES: 1, IN_FLIGHT: 2, MAPPED: 3, MAPPED_BYTES: 4 };
 
 function poolStats(ch) {
-  return ch._handle.segmentPoolStats();
+  return ch[kHandle].segmentPoolStats();
 }
 
 
@@ -254,7 +255,7 @@ test('a peer returning ids it was never lent closes the channel with ERR_PROCWIR
     try {
       const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
       p.client.on('error', () => {});
-      p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids });
+      p.serverSide[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGRET', ids });
       const [reason, err] = await withTimeout(closed, WAIT, 'the close');
       assert.strictEqual(reason, 'protocol-error', JSON.stringify(ids));
       assert.strictEqual(err.code, 'ERR_PROCWIRE_PROTOCOL');
@@ -270,7 +271,7 @@ test('a peer returning ids it was never lent closes the channel with ERR_PROCWIR
     await until(() => poolStats(p.client)[S.IN_FLIGHT] === 0, 'segment back');
     const closed = new Promise((resolve) => p.client.on('close', (...a) => resolve(a)));
     p.client.on('error', () => {});
-    p.serverSide._sendInternal({ cmd: 'NODE_PROCWIRE_SEGRET', ids: [1] });
+    p.serverSide[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGRET', ids: [1] });
     const [reason] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'protocol-error');
   } finally {
@@ -286,9 +287,10 @@ test('hostile announcements of recycled segments are skipped with ERR_PROCWIRE_S
     // The receiver acknowledges every segment it was told of; this sender
     // forges announcements its own counters do not know, so it ignores the
     // acknowledgements (as a hostile peer would).
-    const onInternal = p.client._onInternal;
-    p.client._onInternal = function (message, fd) {
-      if (message.cmd !== 'NODE_PROCWIRE_SEGACK') onInternal.call(this, message, fd);
+    const clientControl = p.client[kControl];
+    const onMessage = clientControl.onMessage;
+    clientControl.onMessage = function (message, fd) {
+      if (message.cmd !== 'NODE_PROCWIRE_SEGACK') onMessage.call(this, message, fd);
     };
     // [0xFC][1] + [kind 2][id][length]: an id never announced.
     const entry = (kind, id, length) => {
@@ -306,27 +308,27 @@ test('hostile announcements of recycled segments are skipped with ERR_PROCWIRE_S
     };
     // A frame referring to segment 0 as a Uint8Array of 16 bytes.
     const ref = Buffer.from('00000008ff0f5c0200010010', 'hex');
-    p.client._sendRaw(control(entry(2, 777, 16)));
-    p.client._sendRaw(ref);
+    p.client[kWriter].sendRaw(control(entry(2, 777, 16)));
+    p.client[kWriter].sendRaw(ref);
     // A real segment first, so id 1 exists; then a length past its end.
     p.client.send({ data: Buffer.alloc(1 * MiB, 3) });
     const first = await nextOf(p.serverSide, 'the message');
     assert.strictEqual(first.data[0], 3);
-    p.client._sendRaw(control(entry(2, 1, 0xffffffff)));
-    p.client._sendRaw(ref);
+    p.client[kWriter].sendRaw(control(entry(2, 1, 0xffffffff)));
+    p.client[kWriter].sendRaw(ref);
     p.client.send({ after: true });
     const m = await nextOf(p.serverSide, 'the message');
     assert.deepStrictEqual(m, { after: true }, 'the stream goes on');
     assert.deepStrictEqual(errors, ['ERR_PROCWIRE_SEGMENT', 'ERR_PROCWIRE_SEGMENT']);
     // Forgetting ids that do not exist is ignored.
-    p.client._sendInternal({ cmd: 'NODE_PROCWIRE_SEGDROP', ids: [4242] });
+    p.client[kWriter].sendControl({ cmd: 'NODE_PROCWIRE_SEGDROP', ids: [4242] });
     p.client.send({ still: true });
     const m2 = await nextOf(p.serverSide, 'the message');
     assert.deepStrictEqual(m2, { still: true });
     // A malformed announcement breaks the framing contract: the channel closes.
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     p.serverSide.on('error', () => {});
-    p.client._sendRaw(control(entry(9, 1, 1)));
+    p.client[kWriter].sendRaw(control(entry(9, 1, 1)));
     const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
@@ -342,7 +344,7 @@ test('recycled segments are refused by a receiver that did not turn the pool on'
     await nextOf(p.serverSide, 'the hello');
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     p.serverSide.on('error', () => {});
-    p.client._sendRaw(Buffer.from([0, 0, 0, 11, 0xfc, 1, 2, 0, 0, 0, 1, 0, 0, 0, 16]));
+    p.client[kWriter].sendRaw(Buffer.from([0, 0, 0, 11, 0xfc, 1, 2, 0, 0, 0, 1, 0, 0, 0, 16]));
     const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');

@@ -10,6 +10,7 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { kWriter } = require('../lib/channel/symbols');
 
 // Bytes of this process's mappings of procwire's segments (not its rings).
 function segmentMappingBytes() {
@@ -273,8 +274,8 @@ test('a segment that is not a sealed memfd is rejected with a coded error; the s
     // A frame referring to segment 0 as a Uint8Array of 16 bytes: ff 0f 5c 02 00 01 00 10
     const ref = Buffer.from('00000008ff0f5c0200010010', 'hex');
     for (const bad of [fd, memfd]) {
-      p.client._sendRaw(Buffer.concat([control]), [bad]);
-      p.client._sendRaw(ref);
+      p.client[kWriter].sendRaw(Buffer.concat([control]), [bad]);
+      p.client[kWriter].sendRaw(ref);
     }
     p.client.send({ after: true });
     const m = await nextOf(p.serverSide, 'the later message');
@@ -294,7 +295,7 @@ test('a segment announcement without descriptors closes only that channel', TIME
     const errors = [];
     p.serverSide.on('error', (err) => errors.push(err.code));
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
-    p.client._sendRaw(Buffer.from([0, 0, 0, 2, 0xfe, 3]));
+    p.client[kWriter].sendRaw(Buffer.from([0, 0, 0, 2, 0xfe, 3]));
     const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
     assert.strictEqual(err.code, 'ERR_PROCWIRE_SEGMENT');
@@ -329,7 +330,7 @@ test('descriptors no frame claims are closed once the read is whole; the channel
     const fd = fs.openSync('/dev/null', 'r');
     // A message that is no NODE_HANDLE and follows no announcement: the
     // descriptor riding on it is claimed by nothing.
-    p.client._sendRaw(rawFrame({ stray: 1 }), [fd]);
+    p.client[kWriter].sendRaw(rawFrame({ stray: 1 }), [fd]);
     fs.closeSync(fd);
     const m = await nextOf(p.serverSide, 'the stray message');
     assert.deepStrictEqual(m, { stray: 1 });
@@ -393,8 +394,8 @@ test('a second segment announcement before its message closes the channel', TIME
     const closed = new Promise((resolve) => p.serverSide.on('close', (...a) => resolve(a)));
     const fd = fs.openSync('/dev/null', 'r');
     const control = Buffer.from([0, 0, 0, 2, 0xfe, 1]);
-    p.client._sendRaw(control, [fd]);
-    p.client._sendRaw(control, [fd]);
+    p.client[kWriter].sendRaw(control, [fd]);
+    p.client[kWriter].sendRaw(control, [fd]);
     fs.closeSync(fd);
     const [reason, err] = await withTimeout(closed, WAIT, 'the close');
     assert.strictEqual(reason, 'framing-error');
@@ -503,9 +504,9 @@ test('a peer that has not said it takes segments (like the JS fallback) gets eve
 // A named pair whose client never announces segment support (its
 // announcement is removed before it is sent), standing in for a fallback peer.
 async function namedPairNoCaps() {
-  const { Channel } = require('../lib/channel');
-  const original = Channel.prototype._sendInternal;
-  Channel.prototype._sendInternal = function (message) {
+  const { Writer } = require('../lib/channel/writer');
+  const original = Writer.prototype.sendControl;
+  Writer.prototype.sendControl = function (message) {
     if (message && message.cmd === 'NODE_PROCWIRE_CAPS') return;
     return original.call(this, message);
   };
@@ -513,6 +514,6 @@ async function namedPairNoCaps() {
     const p = await namedPair();
     return { server: p.serverSide, client: p.client, close: p.close };
   } finally {
-    Channel.prototype._sendInternal = original;
+    Writer.prototype.sendControl = original;
   }
 }

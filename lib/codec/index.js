@@ -14,7 +14,7 @@
 
 const { Buffer } = require('buffer');
 const { binding } = require('../native');
-const { makeError } = require('../errors');
+const { makeError, invalidArg } = require('../errors');
 const { FORMATS } = require('./formats');
 const fast = require('./advanced-fast');
 // json is JSON.stringify/JSON.parse plus UTF-8 either way; done here in
@@ -33,10 +33,6 @@ fast.configure({
 });
 
 const NOT_FAST = fast.NOT_FAST;
-
-function invalidArg(message) {
-  return makeError('ERR_PROCWIRE_INVALID_ARG', message);
-}
 
 function checkPayload(payload) {
   if (!ArrayBuffer.isView(payload)) throw invalidArg('payload must be a Buffer, TypedArray or DataView');

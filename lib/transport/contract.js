@@ -1,5 +1,5 @@
 'use strict';
-// The contract between Channel (lib/channel.js, the policy: backpressure,
+// The contract between Channel (lib/channel/, the policy: backpressure,
 // request/reply, lifecycle) and a backend handle (the mechanism: bytes on
 // one transport). Every backend in this folder implements it; Channel calls
 // nothing else on a handle, and a handle reaches its Channel only through the
@@ -16,26 +16,53 @@
 //   ref(), unref()            keep / stop keeping the event loop alive
 //   close()                   release everything; no callback after it
 //   stats()          -> one array in the layout of lib/stats.js (STATS)
-// Handle methods (optional):
+// Handle methods that come with a capability (checkHandle checks that a
+// handle declaring one has them; Channel calls them only then):
 //   setMaxMessageSize(n) -> false when a frame already buffered is over n
+//                       (readLimit)
 //   written()        -> total bytes written so far, without writing: a
 //                       channel closed abruptly settles the callbacks of
-//                       what was already written as sent
-//   fd()             -> the socket's descriptor, when there is one
-//   enableOutOfLine(), acceptHandles()  with the capabilities below
+//                       what was already written as sent (written)
+//   fd()             -> the socket's descriptor, when there is one (fd)
+//   acceptHandles()  descriptors beside NODE_HANDLE frames are passed to
+//                       onread's fds (handles)
+//   enableOutOfLine()   the peer takes segments: views from the segment
+//                       threshold on go out of line (segments)
 //   writeFrame(bytes, length) -> total bytes queued; an advanced frame the
 //                       JavaScript encoder wrote (lib/codec/advanced-fast.js)
+//                       (frames)
 //   stageFrames(buffer), writeStaged(length) -> total bytes queued: frames
 //                       encoded back to back into `buffer` (the channel's
 //                       for its whole life), handed over in one call per
 //                       batch; throws ERR_PROCWIRE_OUT_OF_MEMORY only
+//                       (stagedWrites)
 //   decodeInJs(bytes, frames)  small advanced frames are left for
-//                       JavaScript to decode (see onread)
+//                       JavaScript to decode (see onread) (jsDecode)
+//   allowRings([answer])  accept the peer's ring set-up (answer: set up
+//                       ours in reply, the hello's server side) (rings)
+//   enableRings()    -> total bytes queued; queues this end's ring set-up
+//                       frame (rings)
+//   acceptSegmentPool(maxMappedBytes)  take the peer's recycled segments,
+//                       mapping at most this many bytes of them (segmentPool)
+//   enableSegmentPool(maxBytes, maxCount)  send through recycled segments
+//                       (segmentPool)
+//   recycleSegments(ids) -> true, or false for an id not in flight; the
+//                       peer returned them (segmentPool)
+//   takeDroppedSegments(), trimSegments() -> ids this end dropped (or
+//                       null), for the peer to unmap (segmentPool)
+//   forgetSegments(ids)  the peer dropped these; unmap them (segmentPool)
+//   segmentPoolStats() -> the pool's counts, for tests (segmentPool)
 //   writeRequest(id, body), writeResponse(id, ok, bodyOrError)
 //                       with capability `requests`: the transport carries
 //                       request/reply natively (NATS request subjects), so
 //                       Channel hands it ids and bodies instead of its own
 //                       NODE_PROCWIRE_REQ/RES messages
+//
+// The native backend (native-handle.js) constructs its handle as
+//   new NativeChannel(fd, format, maxMessageSize, connecting, callbacks,
+//                     segmentThreshold[, segmentCounters])
+// segmentCounters: a Float64Array(2) the addon writes [segment bytes sent,
+// segments sent] into, for the channel's backpressure.
 //
 // Callbacks the handle calls (Channel passes them to createHandle):
 //   onread(messages, errors, segments, segmentBytes, frameBytes, fds[, smallBytes, smallFrames])
@@ -60,6 +87,11 @@
 //   onrequestfailed(id, err)  capability `requests`: request `id` failed on
 //                             the way (a coded error such as
 //                             ERR_PROCWIRE_PEER_UNREACHABLE)
+//   onsegmentreturn(ids)      capability `segmentPool`: recycled segments
+//                             whose Buffers were collected here, for the
+//                             peer to reuse
+//   onstatus(status)          the transport's connection status (NATS
+//                             reconnects), emitted as 'status'
 //   onerror(err)              a non-fatal transport error, for 'error'
 //   onfail(err)               a fatal transport error: Channel closes with it
 //
@@ -69,17 +101,34 @@
 //   handles      Node's NODE_HANDLE protocol (net.Socket, net.Server, ...)
 //   rings        shared-memory rings (set up by the ring integration)
 //   requests     native request/reply (writeRequest/writeResponse)
+//   frames, stagedWrites, jsDecode, segmentPool, readLimit, fd, written:
+//                the methods of the same name above
 
 const { invalidArg } = require('../validate');
 // onend's reasons (end-reasons.js), re-exported as part of the contract.
 const { END_REASONS } = require('./end-reasons');
 
-const CAPABILITY_NAMES = Object.freeze(['descriptors', 'segments', 'handles', 'rings', 'requests']);
+const CAPABILITY_NAMES = Object.freeze(['descriptors', 'segments', 'handles', 'rings', 'requests', 'frames',
+  'stagedWrites', 'jsDecode', 'segmentPool', 'readLimit', 'fd', 'written']);
+// The methods each capability brings.
+const CAPABILITY_METHODS = Object.freeze({
+  descriptors: [],
+  segments: ['enableOutOfLine'],
+  handles: ['acceptHandles'],
+  rings: ['allowRings', 'enableRings'],
+  requests: ['writeRequest', 'writeResponse'],
+  frames: ['writeFrame'],
+  stagedWrites: ['stageFrames', 'writeStaged'],
+  jsDecode: ['decodeInJs'],
+  segmentPool: ['acceptSegmentPool', 'enableSegmentPool', 'recycleSegments', 'takeDroppedSegments',
+    'trimSegments', 'forgetSegments', 'segmentPoolStats'],
+  readLimit: ['setMaxMessageSize'],
+  fd: ['fd'],
+  written: ['written'],
+});
 const REQUIRED_METHODS = Object.freeze(['write', 'writeBuffer', 'flush', 'readStart', 'readStop', 'ref', 'unref',
   'close', 'stats']);
-const NO_CAPABILITIES = Object.freeze({
-  descriptors: false, segments: false, handles: false, rings: false, requests: false,
-});
+const NO_CAPABILITIES = Object.freeze(Object.fromEntries(CAPABILITY_NAMES.map((name) => [name, false])));
 
 // capabilities(list) -> a frozen capability object with every name present.
 function capabilities(declared) {
@@ -109,10 +158,15 @@ function checkHandle(handle, transport) {
       throw invalidArg(`the ${transport} backend declares capability ${name} as non-boolean`);
     }
   }
-  if (caps.requests && (typeof handle.writeRequest !== 'function' || typeof handle.writeResponse !== 'function')) {
-    throw invalidArg(`the ${transport} backend declares requests but lacks writeRequest()/writeResponse()`);
+  for (const name of CAPABILITY_NAMES) {
+    if (!caps[name]) continue;
+    for (const method of CAPABILITY_METHODS[name]) {
+      if (typeof handle[method] !== 'function') {
+        throw invalidArg(`the ${transport} backend declares ${name} but lacks ${method}()`);
+      }
+    }
   }
-  return caps;
+  return capabilities(caps);
 }
 
-module.exports = { CAPABILITY_NAMES, REQUIRED_METHODS, NO_CAPABILITIES, END_REASONS, capabilities, checkHandle };
+module.exports = { CAPABILITY_NAMES, CAPABILITY_METHODS, REQUIRED_METHODS, NO_CAPABILITIES, END_REASONS, capabilities, checkHandle };

@@ -22,7 +22,7 @@ const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { withAddress } = require('../error-context');
 const { invalidArg } = require('../validate');
-const auth = require('../auth');
+const auth = require('../security');
 const { JsStreamHandle } = require('../fallback/binding');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const {

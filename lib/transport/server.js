@@ -8,7 +8,7 @@
 // one, _refListener(on).
 
 const EventEmitter = require('events');
-const auth = require('../auth');
+const auth = require('../security');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');

@@ -14,7 +14,7 @@ const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { withAddress } = require('../error-context');
 const { invalidArg, validateObject, validateSize } = require('../validate');
-const auth = require('../auth');
+const auth = require('../security');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 

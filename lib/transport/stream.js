@@ -1,8 +1,8 @@
 'use strict';
-// StreamHandle: NativeChannel's interface (see the createHandle comment in
-// lib/channel.js) over any Duplex byte stream: a net.Socket, a
+// StreamHandle: NativeChannel's interface (lib/transport/contract.js) over
+// any Duplex byte stream: a net.Socket, a
 // tls.TLSSocket, or anything that emits 'data' Buffers and accepts write().
-// lib/channel.js drives it exactly as it drives the addon's NativeChannel:
+// lib/channel/ drives it exactly as it drives the addon's NativeChannel:
 //
 //   new Channel(null, { createHandle: (callbacks, { serialization, maxMessageSize }) =>
 //     new StreamHandle(socket, callbacks, { serialization, maxMessageSize }) })
@@ -23,6 +23,10 @@ const { DEFAULT_MAX_MESSAGE_SIZE } = require('../protocol');
 const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../stats');
 const { END_REASONS } = require('./end-reasons');
 
+// What a stream handle can do beyond the required methods
+// (lib/transport/contract.js): a lowered read limit, and its descriptor.
+const STREAM_CAPABILITIES = Object.freeze({ readLimit: true, fd: true });
+
 // The errno name of a stream error: Node's system errors carry it in code.
 function errnoNameOf(err) {
   return err && typeof err.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : 'EIO';
@@ -38,7 +42,7 @@ function reasonOf(err) {
 class StreamHandle {
   // stream: the Duplex, or null when it arrives later through attach() (a
   // connection still being accepted); writes queue until then.
-  // callbacks: { onread, onwrite, onend, onconnect } (lib/channel.js).
+  // callbacks: { onread, onwrite, onend, onconnect } (lib/channel/channel.js).
   // options:
   //   serialization  'advanced' | 'json' (or format: 0 | 1)
   //   maxMessageSize largest payload accepted
@@ -51,6 +55,7 @@ class StreamHandle {
   //   fd             what fd() reports (default the stream's descriptor)
   constructor(stream, callbacks, options = {}) {
     this._cb = callbacks;
+    this.capabilities = STREAM_CAPABILITIES;
     this._format = options.format !== undefined ? options.format
       : (FORMATS[options.serialization === undefined ? 'advanced' : options.serialization] || {}).id;
     if (formatById(this._format).id !== this._format) throw new TypeError('unknown serialization');

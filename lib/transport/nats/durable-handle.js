@@ -94,7 +94,7 @@ class DurableHandleBase {
   }
 
   onStatus(status) {
-    if (this.owner) this.owner.emit('status', status);
+    if (this._cb !== null) this._cb.onstatus(status);
   }
 
   onLinkClosed() {

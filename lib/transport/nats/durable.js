@@ -72,7 +72,6 @@ function makeChannel(handle, settings, serialization, options, peer) {
     createHandle: (callbacks) => handle.attach(callbacks),
   });
   channel[HANDLE] = handle;
-  handle.owner = channel;
   channel.subject = settings.subject;
   channel.stream = settings.stream;
   return channel;

@@ -6,6 +6,7 @@
 
 const codecs = require('../../codec');
 const { makeError } = require('../../errors');
+const { serializeError } = require('../../channel/requests');
 const { NATS_CONTROL_HEADER, NATS_ERROR_HEADER } = require('../../protocol');
 const { capabilities, END_REASONS } = require('../contract');
 const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
@@ -18,10 +19,6 @@ const CAPABILITIES = capabilities({ requests: true });
 const CTL = NATS_CONTROL_HEADER;
 const ERROR_HEADER = NATS_ERROR_HEADER;
 
-function serializeError(err) {
-  if (err instanceof Error) return { name: err.name, message: err.message, code: err.code, stack: err.stack };
-  return { name: 'Error', message: String(err) };
-}
 
 // ---- the handle: NativeChannel's interface over NATS --------------------------
 
@@ -38,7 +35,6 @@ class NatsHandle {
     this._peerTimeout = options.peerTimeout;
     this.capabilities = CAPABILITIES;
     this._cb = null;
-    this.owner = null;
     this._closed = false;
     this._peerGone = false;
     this._reading = true;
@@ -257,7 +253,7 @@ class NatsHandle {
       if (this._outbox.length > 0) this.flush();
       else this._ack();
     }
-    if (this.owner) this.owner.emit('status', status);
+    if (this._cb !== null) this._cb.onstatus(status);
   }
 
   onLinkClosed(err) {

@@ -112,11 +112,7 @@ async function connect(target, options) {
   return channel;
 }
 
-function isNatsTarget(target) {
-  return typeof target === 'string' && /^nats:\/\//i.test(target);
-}
-
 module.exports = {
-  listen, connect, isNatsTarget, NatsChannel, NatsServer: server.NatsServer,
+  listen, connect, NatsChannel, NatsServer: server.NatsServer,
   DurableChannel: durable.DurableChannel, DurableServer: durable.DurableServer,
 };
