@@ -80,7 +80,11 @@ size_t RingLink::max_frame_bytes() const {
 }
 
 bool RingLink::Write(uint64_t socket_mark, const uint8_t* frames, size_t size) {
-  if (writer_ == nullptr || size > max_frame_bytes()) return false;
+  // Until the reader's link has arrived (in its own set-up frame) a record
+  // could not wake it, and a reader that holds its own set-up back (a
+  // server before the hello is done) would never see it: frames go by the
+  // socket until then.
+  if (writer_ == nullptr || out_wake_fd_ < 0 || size > max_frame_bytes()) return false;
   uint8_t* out = nullptr;
   if (writer_->Reserve(kRingMarkSize + size, &out) != RingStatus::kOk) return false;
   std::memcpy(out, &socket_mark, kRingMarkSize);

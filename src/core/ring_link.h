@@ -6,10 +6,10 @@
 // (src/core/wake.h), created by the reading end: the side that waits on a
 // descriptor is the side that made it. Each end's ring set-up control frame
 // carries, with SCM_RIGHTS, the memfd of the ring it writes and the
-// signalling end of the link for the ring it reads. A writer may use its
-// ring as soon as its own set-up is queued; it signals the reader once it
-// has read the peer's set-up (a sleep the reader announced meanwhile stays
-// announced until then). The socket stays open beside the rings: it carries
+// signalling end of the link for the ring it reads. A writer uses its ring
+// only once it has read the peer's set-up, which brings the link it signals:
+// before that its frames go by the socket, so a reader that holds its own
+// set-up back (a server until the hello is done) still sees them. The socket stays open beside the rings: it carries
 // what a ring cannot (descriptors, frames larger than a record, anything sent
 // while earlier socket bytes are still queued) and remains the liveness
 // signal.
@@ -83,9 +83,9 @@ class RingLink {
   // The largest frame (or batch of frames) one record can take.
   size_t max_frame_bytes() const;
   // Writes one record: the mark, then `size` bytes of whole frames. False
-  // when the ring has no room now or the frames are too large for a record
-  // (send them by the socket instead); a failed ring is reported by
-  // outbound_failed().
+  // before the reader's link arrived (TakePeerWake), when the ring has no
+  // room now or the frames are too large for a record (send them by the
+  // socket instead); a failed ring is reported by outbound_failed().
   bool Write(uint64_t socket_mark, const uint8_t* frames, size_t size);
   // After a batch of writes: signals the reader when it announced sleep
   // (once we have its link).
