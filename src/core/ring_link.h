@@ -9,10 +9,9 @@
 // signalling end of the link for the ring it reads. A writer uses its ring
 // only once it has read the peer's set-up, which brings the link it signals:
 // before that its frames go by the socket, so a reader that holds its own
-// set-up back (a server until the hello is done) still sees them. The socket stays open beside the rings: it carries
-// what a ring cannot (descriptors, frames larger than a record, anything sent
-// while earlier socket bytes are still queued) and remains the liveness
-// signal.
+// set-up back (a server until the hello is done) still sees them. The socket stays open beside the rings: it
+// carries what a ring cannot (descriptors, frames larger than a record, anything sent while earlier socket
+// bytes are still queued) and remains the liveness signal.
 //
 // Ordering: every ring record starts with a u64 socket mark, the number of
 // bytes the writer had queued on the socket when it wrote the record. The
