@@ -193,7 +193,11 @@ function authenticate(channel, options) {
     const succeed = () => {
       cleanup();
       // The channel's own limit holds again for what follows the hello.
-      if (gated && !channel._setReadLimit(restoreLimit)) return;
+      if (gated && !channel._setReadLimit(restoreLimit)) {
+        // The channel is closing with a framing error; the hello still settles.
+        reject(makeError('ERR_PROCWIRE_AUTH_FAILED', 'a frame received during the hello exceeds the read limit'));
+        return;
+      }
       // Features held back until the peer proved itself (rings) may start.
       if (typeof channel._onHelloDone === 'function') channel._onHelloDone();
       resolve();

@@ -54,7 +54,11 @@ void NativeChannel::New(const FunctionCallbackInfo<Value>& args) {
 // at once to a partially buffered frame too (its declared length over n
 // closes the channel with a framing error on the next read). The hello
 // runs under a small limit, so an unauthenticated peer cannot make us
-// buffer or decode more than a hello's worth.
+// buffer or decode more than a hello's worth. A limit below the channel's
+// own is provisional: a read stops at a frame over it rather than failing,
+// and judges that frame again once the batch before it was delivered (the
+// hello that completed in that batch raised the limit; see ReadAll), so
+// what the peer sent right after its hello arrives intact.
 void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   if (self == nullptr) return;
@@ -67,7 +71,7 @@ void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
   const double max = args[0].As<Number>()->Value();
   const size_t limit = max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max);
   self->ring_frames_.SetMaxPayloadSize(limit);
-  const FramingError e = self->reader_.SetMaxPayloadSize(limit);
+  const FramingError e = self->reader_.SetMaxPayloadSize(limit, limit < self->configured_max_message_size_);
   // false: a frame already buffered is over the new limit and the stream
   // can no longer be framed; the caller closes the channel (a later read
   // would report the same framing error).
