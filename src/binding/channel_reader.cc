@@ -140,6 +140,10 @@ void NativeChannel::ReadAll(Local<Context> context) {
     }
     if (r.bytes == 0) {
       open = false;
+      if (deferred_error_ != 0) {
+        reason = EndReason::kSystemError;
+        sys_error = deferred_error_;
+      }
     } else if (r.bytes != -EAGAIN && r.bytes != -EWOULDBLOCK) {
       open = false;
       reason = EndReason::kSystemError;

@@ -266,6 +266,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   void ReadAll(Local<Context> context);
   void EndAfterRead(Local<Context> context, EndReason reason, int sys_error);
   bool ReleaseHeldFrames(Local<Context> context);
+  bool NothingLeftToRead();
 
   void StartBatch();
 
@@ -391,6 +392,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   Inbound inbound_;
   // The peer hung up while reads were paused (see OnPoll).
   bool peer_hung_up_ = false;
+  // A socket error (positive errno) seen while paused with data left: the
+  // end of the stream, read on resume, reports it.
+  int deferred_error_ = 0;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
   // Small frames of the batch being assembled that JavaScript decodes
