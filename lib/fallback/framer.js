@@ -50,18 +50,46 @@ class JsFramer {
     this._pieces = [];
     this._pendingLength = 0;
     this._failedDeclared = -1;
+    // Under a provisional limit (a hello's), the bytes from an over-limit
+    // frame's first byte on, kept for pushHeld(), and that frame's size.
+    this._hold = false;
+    this._held = null;
+    this._heldDeclared = 0;
   }
 
   buffering() {
-    if (this._format === JSON_ID) return this._pendingLength;
-    return this._payload === null ? this._headerHave : HEADER + this._payloadHave;
+    const held = this._held === null ? 0 : this._held.length;
+    if (this._format === JSON_ID) return held + this._pendingLength;
+    return held + (this._payload === null ? this._headerHave : HEADER + this._payloadHave);
+  }
+
+  // True while push() stopped at a frame over a provisional limit: push()
+  // takes nothing more until pushHeld() framed the held bytes again.
+  held() {
+    return this._held !== null;
+  }
+
+  // Frames the held bytes again under the limit now in force (the hello
+  // that completed meanwhile raised it), with push()'s result; a frame still
+  // over the limit fails the stream as push() would have.
+  pushHeld(sizes) {
+    const held = this._held;
+    if (held === null) return [[], undefined, undefined];
+    this._held = null;
+    if (this._heldDeclared > this._max) {
+      this._fail(this._heldDeclared);
+      return [[], undefined, this._fatal(this._heldDeclared)];
+    }
+    return this.push(held, sizes);
   }
 
   // The largest payload accepted from now on, applied to a frame already
   // buffered too. false: that frame is over the new limit and the stream has
-  // failed (push() reports the fatal error).
-  setMaxMessageSize(max) {
+  // failed (push() reports the fatal error). A `provisional` limit (the
+  // hello's) holds a later over-limit frame instead of failing (held()).
+  setMaxMessageSize(max, provisional) {
     this._max = max;
+    this._hold = provisional === true;
     if (this._failedDeclared >= 0) return false;
     if (this._format === JSON_ID) {
       if (this._pendingLength > max) this._fail(this._pendingLength);
@@ -98,6 +126,26 @@ class JsFramer {
     this._pendingLength = 0;
   }
 
+  // Over the limit: the stream fails, or, under a provisional limit, the
+  // bytes from the frame's first byte on (`pending`, then `rest`) are kept
+  // unparsed for pushHeld().
+  _overLimit(declared, pending, rest) {
+    if (!this._hold) {
+      this._fail(declared);
+      return;
+    }
+    const held = new Uint8Array(pending.length + rest.length);
+    held.set(pending, 0);
+    held.set(rest, pending.length);
+    this._held = held;
+    this._heldDeclared = declared;
+    this._headerHave = 0;
+    this._payload = null;
+    this._payloadHave = 0;
+    this._pieces = [];
+    this._pendingLength = 0;
+  }
+
   push(view, sizes) {
     const messages = [];
     let errors;
@@ -110,7 +158,7 @@ class JsFramer {
         errors.push(messages.length, err);
       }
     };
-    if (this._failedDeclared < 0) {
+    if (this._failedDeclared < 0 && this._held === null) {
       const bytes = bytesOf(view);
       if (this._format === JSON_ID) this._pushJson(bytes, deliver); else this._pushAdvanced(bytes, deliver);
     }
@@ -132,7 +180,7 @@ class JsFramer {
         const h = this._header;
         const length = ((h[0] << 24) >>> 0) + (h[1] << 16) + (h[2] << 8) + h[3];
         if (length > max) {
-          this._fail(length);
+          this._overLimit(length, this._header, bytes.subarray(pos));
           return;
         }
         this._payload = new Uint8Array(0);
@@ -159,7 +207,7 @@ class JsFramer {
       }
       const length = ((bytes[pos] << 24) >>> 0) + (bytes[pos + 1] << 16) + (bytes[pos + 2] << 8) + bytes[pos + 3];
       if (length > max) {
-        this._fail(length);
+        this._overLimit(length, bytes.subarray(0, 0), bytes.subarray(pos));
         return;
       }
       const end = pos + HEADER + length;
@@ -206,7 +254,8 @@ class JsFramer {
       const nl = bytes.indexOf(NEWLINE);
       const take = nl < 0 ? size : nl;
       if (this._pendingLength + take > max) {
-        this._fail(this._pendingLength + take);
+        const declared = this._pendingLength + take;
+        this._overLimit(declared, this._takeLine(), bytes);
         return;
       }
       if (take > 0) {
@@ -223,7 +272,7 @@ class JsFramer {
       const nl = bytes.indexOf(NEWLINE, pos);
       if (nl < 0 || nl - pos >= scan) {
         if (remaining > max) {
-          this._fail(remaining);
+          this._overLimit(remaining, bytes.subarray(0, 0), bytes.subarray(pos));
           return;
         }
         this._pieces.push(bytes.slice(pos, size));

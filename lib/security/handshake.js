@@ -183,7 +183,14 @@ class Handshake {
   #succeed() {
     this.#cleanup(DONE);
     // The channel's own limit holds again for what follows the hello.
-    if (this.gated && !this.channel[kSetReadLimit](this.restoreLimit)) return;
+    // The limit cannot be restored when the channel already ended: the hello
+    // still settles, so connect() never hangs.
+    if (this.gated && !this.channel[kSetReadLimit](this.restoreLimit)) {
+      const err = makeError('ERR_PROCWIRE_AUTH_FAILED', 'a frame received during the hello exceeds the read limit');
+      this.channel.destroy(err);
+      this.reject(err);
+      return;
+    }
     // Features held back until the peer proved itself (rings) may start.
     if (this.gated) this.channel[kHelloDone]();
     this.resolve();

@@ -69,6 +69,7 @@ class StreamHandle {
     }
     this._encode = options.encode;
     this._framer = options.createFramer(this._format, this._max);
+    this._configuredMax = this._max;
     this._connecting = Boolean(options.connecting);
     this._connectEvent = options.connectEvent || 'connect';
     this._fd = options.fd;
@@ -132,9 +133,23 @@ class StreamHandle {
     const c = this._counters;
     c.readCalls++;
     c.bytesIn += chunk.length;
+    this._sizes.length = 0;
+    if (!this._deliver(this._framer.push(chunk, this._sizes), chunk.length)) return;
+    // The framer stopped at a frame over the hello's provisional limit; the
+    // hello completed in the batch just delivered (raising the limit), or
+    // the held frame now fails the stream.
+    const framer = this._framer;
+    while (typeof framer.held === 'function' && framer.held()) {
+      const bytes = framer.buffering();
+      this._sizes.length = 0;
+      if (!this._deliver(framer.pushHeld(this._sizes), bytes)) return;
+    }
+  }
+
+  // Hands one framing result to the channel; false once the stream is over.
+  _deliver([messages, errors, fatal], chunkLength) {
+    const c = this._counters;
     const sizes = this._sizes;
-    sizes.length = 0;
-    const [messages, errors, fatal] = this._framer.push(chunk, sizes);
     const failed = errors === undefined ? 0 : errors.length / 2;
     const frames = messages.length + failed;
     c.messagesIn += frames;
@@ -143,16 +158,20 @@ class StreamHandle {
       for (let i = 0; i < frames; i++) this._histogramIn[sizeBucket(sizes[i])]++;
     } else if (frames > 0) {
       // A framer that does not report sizes: each frame counted at the mean.
-      this._histogramIn[sizeBucket(Math.floor(chunk.length / frames))] += frames;
+      this._histogramIn[sizeBucket(Math.floor(chunkLength / frames))] += frames;
     }
     if (frames > 0) {
       let frameBytes = 0;
       for (let i = 0; i < sizes.length; i++) frameBytes += sizes[i];
-      if (sizes.length !== frames) frameBytes = chunk.length;
+      if (sizes.length !== frames) frameBytes = chunkLength;
       this._cb.onread(messages, errors, 0, 0, frameBytes);
-      if (this._closed) return;
+      if (this._closed) return false;
     }
-    if (fatal !== undefined) this._end(fatal);
+    if (fatal !== undefined) {
+      this._end(fatal);
+      return false;
+    }
+    return !this._ended;
   }
 
   // The stream ended, failed (errnoName) or was found corrupt (err): once.
@@ -173,9 +192,12 @@ class StreamHandle {
 
   // The largest payload accepted from now on (see NativeChannel's). false:
   // a frame already buffered is over it.
+  // A limit below the stream's own is provisional (the hello's): the framer
+  // holds a frame over it instead of failing, and _onData judges it again.
   setMaxMessageSize(max) {
     this._max = max;
-    return typeof this._framer.setMaxMessageSize === 'function' ? this._framer.setMaxMessageSize(max) !== false : true;
+    if (typeof this._framer.setMaxMessageSize !== 'function') return true;
+    return this._framer.setMaxMessageSize(max, max < this._configuredMax) !== false;
   }
 
   // write(value) -> total bytes ever queued. A message over maxMessageSize

@@ -105,6 +105,7 @@ void NativeChannel::ReadAll(Local<Context> context) {
         reader_.CommitTail(static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
           DeliverSocketFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
         });
+        if (reader_.held()) break;
         continue;
       }
     } else {
@@ -130,13 +131,19 @@ void NativeChannel::ReadAll(Local<Context> context) {
             reader_.Push(block->data(), static_cast<size_t>(r.bytes), [&](const FrameReader::Frame& f) {
               DeliverSocketFrame(context, block, f, &messages, &errors, &handle_fds, &try_catch);
             });
-        if (fe != FramingError::kNone) break;                 // reported below
+        if (fe != FramingError::kNone) break;  // reported below
+        // Stopped at a frame over the hello's limit: judged after this batch.
+        if (reader_.held()) break;
         if (static_cast<size_t>(r.bytes) < read_size) break;  // socket drained
         continue;
       }
     }
     if (r.bytes == 0) {
       open = false;
+      if (deferred_error_ != 0) {
+        reason = EndReason::kSystemError;
+        sys_error = deferred_error_;
+      }
     } else if (r.bytes != -EAGAIN && r.bytes != -EWOULDBLOCK) {
       open = false;
       reason = EndReason::kSystemError;
@@ -184,6 +191,7 @@ void NativeChannel::ReadAll(Local<Context> context) {
   if (delivered && socket_spin_active_) socket_spin_rate_.Hit();
   EmitBatch(messages, errors, handle_fds);
   if (closing_) return;
+  if (open && reader_.held() && !ReleaseHeldFrames(context)) return;
   if (delivered && open && !ring_poll_started_) StartSocketSpin();
   // Our ring's set-up, queued in answer to the peer's, goes out now.
   if (ring_setup_unflushed_ && open && !ended()) {
@@ -197,6 +205,39 @@ void NativeChannel::ReadAll(Local<Context> context) {
   }
   if (open) return;
   EndAfterRead(context, reason, sys_error);
+}
+
+// The read stopped at a frame over the provisional (hello) limit, holding it
+// and every byte after it. The batch before it was delivered, so the hello
+// it completed raised the limit: the held bytes are framed again and
+// delivered, in order, batch after batch. A frame still over the limit
+// ends the channel as it always did (ERR_PROCWIRE_MESSAGE_TOO_LARGE).
+// False when the channel ended or is closing.
+bool NativeChannel::ReleaseHeldFrames(Local<Context> context) {
+  Isolate* isolate = data_->isolate;
+  while (reader_.held() && !closing_ && !ended()) {
+    std::vector<Local<Value>> messages;
+    std::vector<Local<Value>> errors;
+    std::vector<Local<Value>> handle_fds;
+    StartBatch();
+    FramingError fe;
+    {
+      v8::TryCatch try_catch(isolate);
+      fe = reader_.ReleaseHeld([&](const FrameReader::Frame& f) {
+        DeliverSocketFrame(context, nullptr, f, &messages, &errors, &handle_fds, &try_catch);
+      });
+    }
+    inbound_.AfterRead(reader_.buffered());
+    EmitBatch(messages, errors, handle_fds);
+    if (closing_) return false;
+    if (fe != FramingError::kNone) {
+      EndAfterRead(context,
+                   fe == FramingError::kOutOfMemory ? EndReason::kOutOfMemory : EndReason::kMessageTooLarge,
+                   0);
+      return false;
+    }
+  }
+  return !closing_ && !ended();
 }
 
 // How a read that ended the stream reports it: the error JavaScript gets

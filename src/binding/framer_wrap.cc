@@ -57,27 +57,24 @@ void FramerNew(const FunctionCallbackInfo<Value>& args) {
   new FramerWrap(args.GetIsolate(), args.This(), FormatArg(args[0]), static_cast<size_t>(max));
 }
 
-// push(view) -> [messages, errors | undefined, fatal | undefined], where
-// errors is a flat list of (index, error): the bad frame came just before
-// messages[index].
-void FramerPush(const FunctionCallbackInfo<Value>& args) {
+// Frames bytes with `push` (a call of FrameReader::Push or ReleaseHeld
+// with the visitor given), and returns [messages, errors | undefined,
+// fatal | undefined], where errors is a flat list of (index, error): the bad
+// frame came just before messages[index]. `memory` is what in-place frames
+// may borrow (nullptr: they are copied).
+template <typename PushFn>
+void FrameAndReport(const FunctionCallbackInfo<Value>& args, FramerWrap* self, PayloadMemory* memory,
+                    PushFn&& push) {
   AddonData* data = AddonData::From(args);
   Isolate* isolate = args.GetIsolate();
   Local<Context> context = isolate->GetCurrentContext();
-  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
-  CHECK_NOT_NULL(self);
-  CHECK(args[0]->IsArrayBufferView());
-  Local<ArrayBufferView> view = args[0].As<ArrayBufferView>();
-  Local<ArrayBuffer> ab = view->Buffer();
-  ViewMemory memory(ab);
-  const uint8_t* chunk = static_cast<const uint8_t*>(ab->Data()) + view->ByteOffset();
   std::vector<Local<Value>> messages;
   std::vector<Local<Value>> errors;
   const WireFormat format = self->reader.format();
   v8::TryCatch try_catch(isolate);
-  const FramingError fe = self->reader.Push(chunk, view->ByteLength(), [&](const FrameReader::Frame& frame) {
+  const FramingError fe = push([&](const FrameReader::Frame& frame) {
     Local<Value> value;
-    if (DecodePayload(data, context, format, frame.data, frame.size, frame.in_place ? &memory : nullptr,
+    if (DecodePayload(data, context, format, frame.data, frame.size, frame.in_place ? memory : nullptr,
                       &value, nullptr, self->reader.max_payload_size())) {
       messages.push_back(value);
       return;
@@ -114,8 +111,42 @@ void FramerPush(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(Array::New(isolate, result, 3));
 }
 
-// setMaxMessageSize(n) -> false when a frame already buffered is over n
-// (the stream has then failed; the next push reports it).
+// push(view) -> [messages, errors | undefined, fatal | undefined]. Nothing
+// is framed while bytes are held (see pushHeld).
+void FramerPush(const FunctionCallbackInfo<Value>& args) {
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
+  CHECK_NOT_NULL(self);
+  CHECK(args[0]->IsArrayBufferView());
+  Local<ArrayBufferView> view = args[0].As<ArrayBufferView>();
+  Local<ArrayBuffer> ab = view->Buffer();
+  ViewMemory memory(ab);
+  const uint8_t* chunk = static_cast<const uint8_t*>(ab->Data()) + view->ByteOffset();
+  const size_t size = view->ByteLength();
+  FrameAndReport(args, self, &memory, [&](auto&& visitor) {
+    if (self->reader.held()) return self->reader.error();
+    return self->reader.Push(chunk, size, visitor);
+  });
+}
+
+// held() -> true while push() stopped at a frame over a provisional limit
+// (setMaxMessageSize's second argument); pushHeld() frames those bytes
+// again under the limit now in force, with push()'s result.
+void FramerHeld(const FunctionCallbackInfo<Value>& args) {
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
+  CHECK_NOT_NULL(self);
+  args.GetReturnValue().Set(self->reader.held());
+}
+
+void FramerPushHeld(const FunctionCallbackInfo<Value>& args) {
+  auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
+  CHECK_NOT_NULL(self);
+  FrameAndReport(args, self, nullptr, [&](auto&& visitor) { return self->reader.ReleaseHeld(visitor); });
+}
+
+// setMaxMessageSize(n[, provisional]) -> false when a frame already
+// buffered is over n (the stream has then failed; the next push reports
+// it). A provisional limit (the hello's) holds a later frame over it
+// instead of failing (held()).
 void FramerSetMax(const FunctionCallbackInfo<Value>& args) {
   auto* self = static_cast<FramerWrap*>(GetWrapped(args.This()));
   if (self == nullptr) return;
@@ -125,8 +156,8 @@ void FramerSetMax(const FunctionCallbackInfo<Value>& args) {
     return;
   }
   const double max = args[0].As<Number>()->Value();
-  const FramingError e =
-      self->reader.SetMaxPayloadSize(max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max));
+  const FramingError e = self->reader.SetMaxPayloadSize(
+      max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max), args[1]->IsTrue());
   args.GetReturnValue().Set(e == FramingError::kNone);
 }
 
@@ -148,6 +179,10 @@ void InitFramerWrap(AddonData* data, Local<Context> context, Local<Object> expor
                                    FunctionTemplate::New(isolate, FramerPush, external));
   framer->PrototypeTemplate()->Set(OneByteString(isolate, "setMaxMessageSize"),
                                    FunctionTemplate::New(isolate, FramerSetMax, external));
+  framer->PrototypeTemplate()->Set(OneByteString(isolate, "held"),
+                                   FunctionTemplate::New(isolate, FramerHeld, external));
+  framer->PrototypeTemplate()->Set(OneByteString(isolate, "pushHeld"),
+                                   FunctionTemplate::New(isolate, FramerPushHeld, external));
   framer->PrototypeTemplate()->Set(OneByteString(isolate, "buffering"),
                                    FunctionTemplate::New(isolate, FramerBuffering, external));
   exports->Set(context, OneByteString(isolate, "NativeFramer"), framer->GetFunction(context).ToLocalChecked())

@@ -2,6 +2,8 @@
 // channel's end (see native_channel_impl.h for the other files).
 #include "native_channel_impl.h"
 
+#include <sys/ioctl.h>
+
 namespace procwire {
 
 // new Channel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
@@ -54,7 +56,11 @@ void NativeChannel::New(const FunctionCallbackInfo<Value>& args) {
 // at once to a partially buffered frame too (its declared length over n
 // closes the channel with a framing error on the next read). The hello
 // runs under a small limit, so an unauthenticated peer cannot make us
-// buffer or decode more than a hello's worth.
+// buffer or decode more than a hello's worth. A limit below the channel's
+// own is provisional: a read stops at a frame over it rather than failing,
+// and judges that frame again once the batch before it was delivered (the
+// hello that completed in that batch raised the limit; see ReadAll), so
+// what the peer sent right after its hello arrives intact.
 void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   if (self == nullptr) return;
@@ -67,7 +73,7 @@ void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
   const double max = args[0].As<Number>()->Value();
   const size_t limit = max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max);
   self->ring_frames_.SetMaxPayloadSize(limit);
-  const FramingError e = self->reader_.SetMaxPayloadSize(limit);
+  const FramingError e = self->reader_.SetMaxPayloadSize(limit, limit < self->configured_max_message_size_);
   // false: a frame already buffered is over the new limit and the stream
   // can no longer be framed; the caller closes the channel (a later read
   // would report the same framing error).
@@ -193,6 +199,14 @@ void NativeChannel::OnPoll(uv_poll_t* handle, int status, int events) {
     // then report the socket's real error (ECONNRESET, EPIPE, ...).
     self->poll_events_ = 0;
     const int so_error = SocketError(self->fd_);
+    // Paused with data left: it is read on resume, before the end, which
+    // reports this error then (see deferred_error_); ending now would drop
+    // what the peer sent before it failed.
+    if (!self->reading_ && !self->connecting() && !self->ended() && !self->NothingLeftToRead()) {
+      if (so_error != 0) self->deferred_error_ = -so_error;
+      self->peer_hung_up_ = true;
+      return;
+    }
     if (self->reading_ && !self->connecting()) self->OnReadable(context);
     if (self->closing_) return;
     if (self->connecting()) {
@@ -241,12 +255,29 @@ void NativeChannel::OnPoll(uv_poll_t* handle, int status, int events) {
   if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) {
     self->OnReadable(context);
   } else if ((events & UV_DISCONNECT) && !self->reading_) {
-    // The peer hung up while we are paused: the data before its hang-up
-    // is read (and the end seen) on resume; until then stop watching, as
-    // the condition is level-triggered and would wake us in a loop.
+    // The peer hung up while we are paused. With nothing left to read (no
+    // byte in the socket, no partial frame, no ring record), the channel
+    // ends now, as a reading one would: resume() would have nothing to
+    // deliver, and a paused channel with a dead peer would otherwise stay
+    // open, unnoticed, for ever. Otherwise the data before the hang-up is
+    // read (and the end seen) on resume; until then stop watching, as the
+    // condition is level-triggered and would wake us in a loop.
+    if (self->NothingLeftToRead()) {
+      self->End(EndReason::kEndOfStream, Local<Value>());
+      return;
+    }
     self->peer_hung_up_ = true;
     self->UpdatePoll();
   }
+}
+
+// True when the peer left nothing for this end to read: no byte in the
+// socket's receive queue, no partial frame, no ring record.
+bool NativeChannel::NothingLeftToRead() {
+  int unread = 0;
+  if (ioctl(fd_, FIONREAD, &unread) != 0 || unread != 0) return false;
+  if (reader_.buffered() != 0) return false;
+  return rings_ == nullptr || !rings_->InboundMaybeReady();
 }
 
 void NativeChannel::FinishConnect() {

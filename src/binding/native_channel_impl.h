@@ -113,6 +113,7 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
       : HandleWrap(data, context, wrapper, "PROCWIRE_CHANNEL"),
         fd_(fd),
         reader_(format, max_message_size),
+        configured_max_message_size_(max_message_size),
         ring_frames_(format, max_message_size),
         phase_(connecting ? Phase::kConnecting : Phase::kOpen),
         ool_enabled_(ool_threshold >= 0 && format == WireFormat::kAdvanced),
@@ -264,6 +265,8 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
 
   void ReadAll(Local<Context> context);
   void EndAfterRead(Local<Context> context, EndReason reason, int sys_error);
+  bool ReleaseHeldFrames(Local<Context> context);
+  bool NothingLeftToRead();
 
   void StartBatch();
 
@@ -329,6 +332,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
 
   int fd_;
   FrameReader reader_;
+  // The limit the channel was made with: a lower one set later is a
+  // handshake's provisional limit (see SetMaxMessageSize).
+  size_t configured_max_message_size_;
   // Frames from ring records, which hold whole frames only.
   FrameReader ring_frames_;
   WriteQueue queue_;
@@ -386,6 +392,9 @@ class NativeChannel final : public HandleWrap, public LoopRingReader {
   Inbound inbound_;
   // The peer hung up while reads were paused (see OnPoll).
   bool peer_hung_up_ = false;
+  // A socket error (positive errno) seen while paused with data left: the
+  // end of the stream, read on resume, reports it.
+  int deferred_error_ = 0;
   // Frame bytes delivered in the current batch (see ReadAll).
   double frame_bytes_ = 0;
   // Small frames of the batch being assembled that JavaScript decodes

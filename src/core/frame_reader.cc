@@ -81,7 +81,11 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
     const void* nl = std::memchr(data, '\n', size);
     const size_t take = nl ? static_cast<const uint8_t*>(nl) - data : size;
     if (pending_.size() + take > max_payload_size_) {
-      Fail(FramingError::kMessageTooLarge, pending_.size() + take);
+      if (hold_over_limit_) {
+        Hold(data, size, pending_.size() + take);
+      } else {
+        Fail(FramingError::kMessageTooLarge, pending_.size() + take);
+      }
       return size;
     }
     if (!pending_.TryAppend(data, take)) {
@@ -103,7 +107,11 @@ size_t FrameReader::FillPending(const uint8_t* data, size_t size, bool* complete
     if (pending_.size() < kAdvancedHeaderSize) return pos;
     const uint32_t length = ReadU32BigEndian(pending_.data());
     if (length > max_payload_size_) {
-      Fail(FramingError::kMessageTooLarge, length);
+      if (hold_over_limit_) {
+        Hold(data + pos, size - pos, length);
+      } else {
+        Fail(FramingError::kMessageTooLarge, length);
+      }
       return size;
     }
     // Nothing is reserved for the declared length: the buffer grows only
@@ -143,8 +151,9 @@ FrameReader::Tail FrameReader::WritableTail() {
   return Tail{pending_.data() + have, room};
 }
 
-FramingError FrameReader::SetMaxPayloadSize(size_t max) {
+FramingError FrameReader::SetMaxPayloadSize(size_t max, bool hold) {
   max_payload_size_ = max;
+  hold_over_limit_ = hold;
   if (error_ != FramingError::kNone) return error_;
   if (format_ == WireFormat::kAdvanced) {
     if (pending_.size() >= kAdvancedHeaderSize && pending_need_ - kAdvancedHeaderSize > max) {
@@ -154,6 +163,17 @@ FramingError FrameReader::SetMaxPayloadSize(size_t max) {
     Fail(FramingError::kMessageTooLarge, pending_.size());
   }
   return error_;
+}
+
+void FrameReader::Hold(const uint8_t* data, size_t size, uint64_t declared) {
+  if (!held_.TryAppend(pending_.data(), pending_.size()) || !held_.TryAppend(data, size)) {
+    held_.Reset();
+    Fail(FramingError::kOutOfMemory, declared);
+    return;
+  }
+  held_declared_ = declared;
+  pending_.Clear();
+  pending_need_ = 0;
 }
 
 void FrameReader::ReleasePending() {

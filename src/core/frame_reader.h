@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include "byte_buffer.h"
 
@@ -125,8 +126,9 @@ class FrameReader {
     return pending_.Release();
   }
 
-  // Bytes held for a frame that spans reads.
-  size_t buffered() const { return pending_.size(); }
+  // Bytes held for a frame that spans reads, and bytes held unparsed at an
+  // over-limit frame (see held()).
+  size_t buffered() const { return pending_.size() + held_.size(); }
   // Bytes allocated for it (at least buffered()); grows with the bytes that
   // arrive, never ahead of them by more than a doubling or one tail.
   size_t reserved() const { return pending_.capacity(); }
@@ -134,7 +136,23 @@ class FrameReader {
   // buffered whose declared length (or, for json, whose bytes so far) is
   // over the new limit fails the stream with kMessageTooLarge. Returns the
   // reader's error state afterwards.
-  FramingError SetMaxPayloadSize(size_t max);
+  //
+  // With `hold`, the new limit is provisional (a handshake's, which the
+  // caller raises once the handshake completes): a frame over it met by
+  // Push does not fail the stream; Push stops at that frame's first byte
+  // and keeps every byte from there on unparsed (held()), and the caller
+  // decides with ReleaseHeld once the frames before it were handled.
+  FramingError SetMaxPayloadSize(size_t max, bool hold = false);
+  // True while bytes are held at an over-limit frame; Push must not be
+  // given more bytes until ReleaseHeld took them.
+  bool held() const { return held_.size() > 0; }
+  // Frames the held bytes from the start again under the limit now in force:
+  // when the held frame is still over it, the stream fails (kMessageTooLarge);
+  // otherwise the held bytes are pushed (frames in them are never in a
+  // caller's chunk: in_place frames point into a buffer freed on return),
+  // and may stop at a later over-limit frame again.
+  template <typename Visitor>
+  FramingError ReleaseHeld(Visitor&& visitor);
   FramingError error() const { return error_; }
   uint64_t error_declared_size() const { return error_declared_size_; }
   WireFormat format() const { return format_; }
@@ -145,6 +163,10 @@ class FrameReader {
   // and sets *complete when the pending frame is now whole.
   size_t FillPending(const uint8_t* data, size_t size, bool* complete);
   void ReleasePending();
+  // Keeps the pending bytes and then data[0, size) unparsed, at a frame whose
+  // declared (or, for json, scanned) size `declared` is over the
+  // provisional limit.
+  void Hold(const uint8_t* data, size_t size, uint64_t declared);
   // Called for every frame parsed in place; gives back a large kept
   // reassembly buffer once small frames have followed it for a while.
   void CountFrameInPlace();
@@ -168,6 +190,11 @@ class FrameReader {
   uint32_t small_frames_since_reassembly_ = 0;
   FramingError error_ = FramingError::kNone;
   uint64_t error_declared_size_ = 0;
+  // Whether the limit is provisional (SetMaxPayloadSize's `hold`), and the
+  // bytes held at an over-limit frame with that frame's size.
+  bool hold_over_limit_ = false;
+  ByteBuffer held_;
+  uint64_t held_declared_ = 0;
 };
 
 // ---- inline template definitions -----------------------------------------
@@ -194,6 +221,10 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size, Visitor&& visit
       continue;
     }
     if (r.status == ParseResult::Status::kError) {
+      if (r.error == FramingError::kMessageTooLarge && hold_over_limit_) {
+        Hold(data + pos, size - pos, r.declared_size);
+        return error_;
+      }
       Fail(r.error, r.declared_size);
       return error_;
     }
@@ -208,12 +239,32 @@ FramingError FrameReader::Push(const uint8_t* data, size_t size, Visitor&& visit
     // For json the tail cannot contain '\n' (ParseFrame found none), so the
     // pending line only needs the size check.
     if (format_ == WireFormat::kJson && pending_.size() > max_payload_size_) {
+      if (hold_over_limit_) {
+        Hold(nullptr, 0, pending_.size());
+        return error_;
+      }
       Fail(FramingError::kMessageTooLarge, pending_.size());
       return error_;
     }
     break;
   }
   return FramingError::kNone;
+}
+
+template <typename Visitor>
+FramingError FrameReader::ReleaseHeld(Visitor&& visitor) {
+  if (error_ != FramingError::kNone || !held()) return error_;
+  if (held_declared_ > max_payload_size_) {
+    held_.Reset();
+    Fail(FramingError::kMessageTooLarge, held_declared_);
+    return error_;
+  }
+  // The held bytes leave held_ first: pushing them may hold again.
+  const size_t size = held_.size();
+  uint8_t* bytes = held_.Release();
+  const FramingError e = Push(bytes, size, visitor);
+  std::free(bytes);
+  return e;
 }
 
 template <typename Visitor>

@@ -800,6 +800,103 @@ TEST(FrameReader, LoweringTheLimitUnderAPendingJsonLine) {
   EXPECT_EQ(col.frames.back().payload, std::string(30, 'x') + "y");
 }
 
+// A provisional (handshake) limit: Push stops at the first frame over it,
+// holding that frame and every byte after it, and ReleaseHeld frames them
+// again once the limit was raised, in order, or fails the stream when the
+// held frame is still over the limit.
+std::vector<std::string> ReleaseAll(FrameReader& r, FramingError* e) {
+  std::vector<std::string> got;
+  *e = r.ReleaseHeld(
+      [&](const FrameReader::Frame& f) { got.emplace_back(reinterpret_cast<const char*>(f.data), f.size); });
+  return got;
+}
+
+TEST(FrameReader, ProvisionalLimitHoldsAnOverLimitFrameAndWhatFollows) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  EXPECT_EQ(reader.SetMaxPayloadSize(16, true), FramingError::kNone);
+  Collector col;
+  const std::string big = std::string(100, 'b');
+  const std::string stream = Adv("hello") + Adv(big) + Adv("after") + Adv(big).substr(0, 30);
+  ASSERT_EQ(PushStr(reader, col, stream), FramingError::kNone);
+  ASSERT_EQ(col.frames.size(), 1u);
+  EXPECT_EQ(col.frames[0].payload, "hello");
+  EXPECT_TRUE(reader.held());
+  EXPECT_EQ(reader.buffered(), stream.size() - Adv("hello").size());
+  EXPECT_EQ(reader.SetMaxPayloadSize(1 << 20), FramingError::kNone);
+  FramingError e;
+  const std::vector<std::string> got = ReleaseAll(reader, &e);
+  EXPECT_EQ(e, FramingError::kNone);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], big);
+  EXPECT_EQ(got[1], "after");
+  EXPECT_FALSE(reader.held());
+  // The partial frame at the end stayed pending and completes as usual.
+  ASSERT_EQ(PushStr(reader, col, Adv(big).substr(30)), FramingError::kNone);
+  EXPECT_EQ(col.frames.back().payload, big);
+}
+
+TEST(FrameReader, ProvisionalLimitHoldsAHeaderCompletedAcrossChunks) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  reader.SetMaxPayloadSize(16, true);
+  Collector col;
+  const std::string frame = Adv(std::string(40, 'q'));
+  ASSERT_EQ(PushStr(reader, col, frame.substr(0, 2)), FramingError::kNone);
+  ASSERT_EQ(PushStr(reader, col, frame.substr(2, 10)), FramingError::kNone);
+  EXPECT_TRUE(reader.held());
+  EXPECT_EQ(reader.buffered(), 12u);
+  reader.SetMaxPayloadSize(1 << 20);
+  FramingError e;
+  EXPECT_TRUE(ReleaseAll(reader, &e).empty());
+  EXPECT_EQ(e, FramingError::kNone);
+  ASSERT_EQ(PushStr(reader, col, frame.substr(12)), FramingError::kNone);
+  EXPECT_EQ(col.frames.back().payload, std::string(40, 'q'));
+}
+
+TEST(FrameReader, ProvisionalLimitStillExceededFailsOnRelease) {
+  FrameReader reader(WireFormat::kAdvanced, 1 << 20);
+  reader.SetMaxPayloadSize(16, true);
+  Collector col;
+  ASSERT_EQ(PushStr(reader, col, Adv(std::string(100, 'z'))), FramingError::kNone);
+  EXPECT_TRUE(reader.held());
+  FramingError e;
+  EXPECT_TRUE(ReleaseAll(reader, &e).empty());
+  EXPECT_EQ(e, FramingError::kMessageTooLarge);
+  EXPECT_EQ(reader.error_declared_size(), 100u);
+  EXPECT_FALSE(reader.held());
+  // A plain (not provisional) limit fails at once, as before.
+  FrameReader strict(WireFormat::kAdvanced, 1 << 20);
+  strict.SetMaxPayloadSize(16);
+  EXPECT_EQ(PushStr(strict, col, Adv(std::string(100, 'z'))), FramingError::kMessageTooLarge);
+}
+
+TEST(FrameReader, ProvisionalLimitHoldsJsonLines) {
+  FrameReader reader(WireFormat::kJson, 1 << 20);
+  reader.SetMaxPayloadSize(8, true);
+  Collector col;
+  ASSERT_EQ(PushStr(reader, col, "hi\n" + std::string(20, 'l') + "\nyo\npart"), FramingError::kNone);
+  ASSERT_EQ(col.frames.size(), 1u);
+  EXPECT_TRUE(reader.held());
+  reader.SetMaxPayloadSize(1 << 20);
+  FramingError e;
+  const std::vector<std::string> got = ReleaseAll(reader, &e);
+  EXPECT_EQ(e, FramingError::kNone);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], std::string(20, 'l'));
+  EXPECT_EQ(got[1], "yo");
+  ASSERT_EQ(PushStr(reader, col, "ial\n"), FramingError::kNone);
+  EXPECT_EQ(col.frames.back().payload, "partial");
+  // A pending line that grows past the limit across chunks is held too.
+  FrameReader r2(WireFormat::kJson, 1 << 20);
+  r2.SetMaxPayloadSize(8, true);
+  ASSERT_EQ(PushStr(r2, col, "abcdef"), FramingError::kNone);
+  ASSERT_EQ(PushStr(r2, col, "ghijkl\n"), FramingError::kNone);
+  EXPECT_TRUE(r2.held());
+  r2.SetMaxPayloadSize(1 << 20);
+  const std::vector<std::string> got2 = ReleaseAll(r2, &e);
+  ASSERT_EQ(got2.size(), 1u);
+  EXPECT_EQ(got2[0], "abcdefghijkl");
+}
+
 TEST(FrameReader, WritableTailMixedWithPush) {
   const std::string payload = Pattern(5000, 9);
   const std::string s = Adv(payload) + Adv("next") + Adv("x");
