@@ -10,8 +10,11 @@
 //       next call; or null when the value holds something this path does not
 //       write (Map, Set, RegExp, Error, boxed primitives, proxies, non-plain
 //       prototypes, arrays with holes or that cannot grow, views of at least
-//       maxView bytes, ...): the caller then encodes it with ValueSerializer,
-//       which writes exactly what Node writes.
+//       maxView bytes, getters, ...): the caller then encodes it with
+//       ValueSerializer, which writes exactly what Node writes. This path
+//       runs no user code (no getter, no trap), so declining never hands
+//       ValueSerializer a value changed halfway, and every getter runs
+//       once, there.
 //   encodeCopy(value[, maxView]) -> the same frame in a Buffer of its own,
 //       or null; encodeToScratch(value[, maxView]) -> the frame's length at
 //       the start of scratch(), or -1; encodeAppend(buffer, at, value[,
@@ -56,8 +59,11 @@ const ObjectKeys = Object.keys;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ObjectHasOwn = Object.hasOwn;
 const ObjectDefineProperty = Object.defineProperty;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const lookupGetter = Object.prototype.__lookupGetter__;
 const ObjectIsExtensible = Object.isExtensible;
 const ObjectPrototype = Object.prototype;
+const ArrayPrototype = Array.prototype;
 const ArrayIsArray = Array.isArray;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DatePrototype = Date.prototype;
@@ -528,9 +534,36 @@ function writeObject(o) {
 // Whether Object.prototype (which someone may have added to) has no
 // enumerable property a for-in over a plain object would meet.
 var plainPrototypeIsClean = true;
+// The same for Array.prototype, looked at for the first array of a message:
+// 0 not yet, 1 clean, 2 not.
+var arrayPrototypeIsClean = 0;
 function hasNoEnumerableKeys(o) {
   for (const k in o) return k === undefined;
   return true;
+}
+
+// The value of o's own property k, read without running user code: a
+// getter (which may change the value being written, throw, or count its
+// calls) declines the message before it runs, so that ValueSerializer runs
+// it exactly once, in its own order, on a value nothing has touched yet.
+// So does a missing property (an array's hole), whose read would go on to
+// the prototype chain. A setter without a getter reads as undefined, as V8
+// reads it.
+function ownDataValue(o, k) {
+  if (lookupGetter.call(o, k) !== undefined) throw DECLINE;
+  const v = o[k];
+  if (v === undefined && !ObjectHasOwn(o, k)) throw DECLINE;
+  return v;
+}
+
+// An array's element i, read without running user code. V8 writes an
+// array sparse when its elements are not plain fast ones (a hole, a getter,
+// a non-enumerable or otherwise defined element): those decline here, before
+// anything runs.
+function elementValue(a, i) {
+  const d = ObjectGetOwnPropertyDescriptor(a, i);
+  if (d === undefined || d.get !== undefined || d.set !== undefined || !d.enumerable) throw DECLINE;
+  return d.value;
 }
 
 function writePlainObject(o) {
@@ -540,11 +573,11 @@ function writePlainObject(o) {
   let written = 0;
   // for-in visits the own enumerable string keys in Object.keys order (the
   // prototype, Object.prototype or null, has none enumerable: checked once
-  // per message), reads their values straight from V8's enum cache, and
-  // skips a key a getter deleted, as V8's serializer does.
+  // per message). No user code runs on this path (see ownDataValue), so the
+  // keys cannot change while they are visited.
   let node = writeTrie.root;
   for (const k in o) {
-    const v = o[k];
+    const v = ownDataValue(o, k);
     const hot = node === null ? null : node.hotChild;
     if (hot !== null && hot.key === k && hot.keyBytes !== null) {
       writeKeyBytes(hot.keyBytes);
@@ -568,6 +601,12 @@ function writeArray(a) {
   // V8 writes an array sparse when its elements are holey, frozen, sealed
   // or not extensible; those go to ValueSerializer.
   if (!ObjectIsExtensible(a)) throw DECLINE;
+  // A hole reads through the prototype chain: only Array.prototype's (with
+  // nothing enumerable on it or Object.prototype, checked once per message)
+  // is known to give undefined there without running user code.
+  if (ObjectGetPrototypeOf(a) !== ArrayPrototype) throw DECLINE;
+  if (arrayPrototypeIsClean === 0) arrayPrototypeIsClean = hasNoEnumerableKeys(ArrayPrototype) ? 1 : 2;
+  if (arrayPrototypeIsClean !== 1) throw DECLINE;
   newId(a);
   const length = a.length;
   if (pos + 6 > out.length) grow(6);
@@ -580,12 +619,12 @@ function writeArray(a) {
   let numbers = 0;
   let doubles = 0;
   for (let i = 0; i < length; i++) {
-    const v = a[i];
+    // A hole or an element getter declines here (V8 writes such an array
+    // sparse, and the getter must run only there).
+    const v = elementValue(a, i);
     if (typeof v === 'number') {
       numbers++;
       if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
-    } else if (v === undefined && !ObjectHasOwn(a, i)) {
-      throw DECLINE;
     }
     writeValue(v);
   }
@@ -602,8 +641,7 @@ function writeArray(a) {
   if (extra !== null) {
     for (let i = 0; i < extra.length; i++) {
       const k = extra[i];
-      const v = a[k];
-      if (v === undefined && !ObjectHasOwn(a, k)) continue;
+      const v = ownDataValue(a, k);
       writeString(k);
       writeValue(v);
       written++;
@@ -615,10 +653,24 @@ function writeArray(a) {
   writeVarint(length);
 }
 
+// view[key] as an ordinary read finds it, declined when that read would
+// run a getter (or a proxy's trap) on the prototype chain.
+function dataValueOf(o, key) {
+  for (let at = o; at !== null; at = ObjectGetPrototypeOf(at)) {
+    if (isProxy(at)) throw DECLINE;
+    const d = ObjectGetOwnPropertyDescriptor(at, key);
+    if (d !== undefined) {
+      if (d.get !== undefined) throw DECLINE;
+      return d.value;
+    }
+  }
+  return undefined;
+}
+
 function viewIndex(view) {
   // Whether it is a Buffer follows an ordinary read of `constructor`
   // compared with the real Buffer, exactly as Node decides.
-  if (view.constructor === Buffer) return BUFFER_INDEX;
+  if (dataValueOf(view, 'constructor') === Buffer) return BUFFER_INDEX;
   if (isDataView(view)) return 9;
   const name = typedArrayTag.call(view);
   const index = name === undefined ? undefined : INDEX_BY_NAME[name];
@@ -659,6 +711,7 @@ function writeView(view) {
 function encodeInto(buffer, at, value, maxView) {
   encoding = true;
   plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
+  arrayPrototypeIsClean = 0;
   out = buffer;
   start = at;
   pos = at + 4;
@@ -670,12 +723,9 @@ function encodeInto(buffer, at, value, maxView) {
     out[pos++] = T_VERSION;
     out[pos++] = VERSION;
     writeValue(value);
-    // A getter that gave Object.prototype an enumerable property made the
-    // for-in of every plain object after it meet that inherited key, which
-    // V8 does not write: such a message goes to ValueSerializer. With one
-    // object there is no object after it (a for-in takes its keys before
-    // its first getter runs), so the check is skipped.
-    ok = !plainPrototypeIsClean || nextId <= 1 || hasNoEnumerableKeys(ObjectPrototype);
+    // No user code ran (see ownDataValue), so Object.prototype is as it was
+    // checked above.
+    ok = true;
   } catch (err) {
     if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
   } finally {
