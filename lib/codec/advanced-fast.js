@@ -189,20 +189,6 @@ var maxViewBytes = Infinity;
 const scratchDouble = new Float64Array(1);
 const scratchDoubleBytes = new Uint8Array(scratchDouble.buffer);
 
-// The own enumerable string keys of a hole-free array that are not indexes,
-// or null. Object.keys makes a string of every index first, which costs
-// more than the whole array: the native binding's version (skipping indexes
-// inside V8) is used when there is one.
-function keysAfterIndexes(array, length) {
-  const keys = ObjectKeys(array);
-  return keys.length > length ? keys.slice(length) : null;
-}
-var nativeExtraKeys = null;
-
-function arrayExtraKeys(array, length) {
-  return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
-}
-
 // The native binding's string writer (see writeString), when there is a
 // binding, and the last Buffer written into with the memory under it: a
 // channel writes many frames into one Buffer, and looking its memory up is a
@@ -228,7 +214,6 @@ function writeStringNatively(s) {
 }
 
 function configure(options) {
-  if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
   if (typeof options.writeString === 'function') nativeWriteString = options.writeString;
   if (typeof options.readOneByteString === 'function') nativeReadOneByte = options.readOneByteString;
 }
@@ -556,16 +541,6 @@ function ownDataValue(o, k) {
   return v;
 }
 
-// An array's element i, read without running user code. V8 writes an
-// array sparse when its elements are not plain fast ones (a hole, a getter,
-// a non-enumerable or otherwise defined element): those decline here, before
-// anything runs.
-function elementValue(a, i) {
-  const d = ObjectGetOwnPropertyDescriptor(a, i);
-  if (d === undefined || d.get !== undefined || d.set !== undefined || !d.enumerable) throw DECLINE;
-  return d.value;
-}
-
 function writePlainObject(o) {
   newId(o);
   if (pos + 1 > out.length) grow(1);
@@ -607,8 +582,15 @@ function writeArray(a) {
   if (ObjectGetPrototypeOf(a) !== ArrayPrototype) throw DECLINE;
   if (arrayPrototypeIsClean === 0) arrayPrototypeIsClean = hasNoEnumerableKeys(ArrayPrototype) ? 1 : 2;
   if (arrayPrototypeIsClean !== 1) throw DECLINE;
-  newId(a);
   const length = a.length;
+  // Object.keys lists the enumerable indexes ascending, then the other
+  // keys: a hole or a non-enumerable element (V8 writes either array
+  // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
+  // not that index.
+  const keys = ObjectKeys(a);
+  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
+  const extra = keys.length > length ? keys.slice(length) : null;
+  newId(a);
   if (pos + 6 > out.length) grow(6);
   out[pos++] = T_DENSE;
   writeVarint(length);
@@ -621,7 +603,10 @@ function writeArray(a) {
   for (let i = 0; i < length; i++) {
     // A hole or an element getter declines here (V8 writes such an array
     // sparse, and the getter must run only there).
-    const v = elementValue(a, i);
+    // An element getter declines before it runs (V8 writes such an array
+    // sparse, and runs the getter there).
+    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
+    const v = a[i];
     if (typeof v === 'number') {
       numbers++;
       if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
@@ -637,7 +622,6 @@ function writeArray(a) {
     }
   }
   let written = 0;
-  const extra = arrayExtraKeys(a, length);
   if (extra !== null) {
     for (let i = 0; i < extra.length; i++) {
       const k = extra[i];
