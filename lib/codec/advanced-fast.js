@@ -10,8 +10,11 @@
 //       next call; or null when the value holds something this path does not
 //       write (Map, Set, RegExp, Error, boxed primitives, proxies, non-plain
 //       prototypes, arrays with holes or that cannot grow, views of at least
-//       maxView bytes, ...): the caller then encodes it with ValueSerializer,
-//       which writes exactly what Node writes.
+//       maxView bytes, getters, ...): the caller then encodes it with
+//       ValueSerializer, which writes exactly what Node writes. This path
+//       runs no user code (no getter, no trap), so declining never hands
+//       ValueSerializer a value changed halfway, and every getter runs
+//       once, there.
 //   encodeCopy(value[, maxView]) -> the same frame in a Buffer of its own,
 //       or null; encodeToScratch(value[, maxView]) -> the frame's length at
 //       the start of scratch(), or -1; encodeAppend(buffer, at, value[,
@@ -56,8 +59,11 @@ const ObjectKeys = Object.keys;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ObjectHasOwn = Object.hasOwn;
 const ObjectDefineProperty = Object.defineProperty;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const lookupGetter = Object.prototype.__lookupGetter__;
 const ObjectIsExtensible = Object.isExtensible;
 const ObjectPrototype = Object.prototype;
+const ArrayPrototype = Array.prototype;
 const ArrayIsArray = Array.isArray;
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DatePrototype = Date.prototype;
@@ -183,20 +189,6 @@ var maxViewBytes = Infinity;
 const scratchDouble = new Float64Array(1);
 const scratchDoubleBytes = new Uint8Array(scratchDouble.buffer);
 
-// The own enumerable string keys of a hole-free array that are not indexes,
-// or null. Object.keys makes a string of every index first, which costs
-// more than the whole array: the native binding's version (skipping indexes
-// inside V8) is used when there is one.
-function keysAfterIndexes(array, length) {
-  const keys = ObjectKeys(array);
-  return keys.length > length ? keys.slice(length) : null;
-}
-var nativeExtraKeys = null;
-
-function arrayExtraKeys(array, length) {
-  return nativeExtraKeys === null ? keysAfterIndexes(array, length) : nativeExtraKeys(array);
-}
-
 // The native binding's string writer (see writeString), when there is a
 // binding, and the last Buffer written into with the memory under it: a
 // channel writes many frames into one Buffer, and looking its memory up is a
@@ -222,7 +214,6 @@ function writeStringNatively(s) {
 }
 
 function configure(options) {
-  if (typeof options.arrayExtraKeys === 'function') nativeExtraKeys = options.arrayExtraKeys;
   if (typeof options.writeString === 'function') nativeWriteString = options.writeString;
   if (typeof options.readOneByteString === 'function') nativeReadOneByte = options.readOneByteString;
 }
@@ -528,9 +519,26 @@ function writeObject(o) {
 // Whether Object.prototype (which someone may have added to) has no
 // enumerable property a for-in over a plain object would meet.
 var plainPrototypeIsClean = true;
+// The same for Array.prototype, looked at for the first array of a message:
+// 0 not yet, 1 clean, 2 not.
+var arrayPrototypeIsClean = 0;
 function hasNoEnumerableKeys(o) {
   for (const k in o) return k === undefined;
   return true;
+}
+
+// The value of o's own property k, read without running user code: a
+// getter (which may change the value being written, throw, or count its
+// calls) declines the message before it runs, so that ValueSerializer runs
+// it exactly once, in its own order, on a value nothing has touched yet.
+// So does a missing property (an array's hole), whose read would go on to
+// the prototype chain. A setter without a getter reads as undefined, as V8
+// reads it.
+function ownDataValue(o, k) {
+  if (lookupGetter.call(o, k) !== undefined) throw DECLINE;
+  const v = o[k];
+  if (v === undefined && !ObjectHasOwn(o, k)) throw DECLINE;
+  return v;
 }
 
 function writePlainObject(o) {
@@ -540,11 +548,11 @@ function writePlainObject(o) {
   let written = 0;
   // for-in visits the own enumerable string keys in Object.keys order (the
   // prototype, Object.prototype or null, has none enumerable: checked once
-  // per message), reads their values straight from V8's enum cache, and
-  // skips a key a getter deleted, as V8's serializer does.
+  // per message). No user code runs on this path (see ownDataValue), so the
+  // keys cannot change while they are visited.
   let node = writeTrie.root;
   for (const k in o) {
-    const v = o[k];
+    const v = ownDataValue(o, k);
     const hot = node === null ? null : node.hotChild;
     if (hot !== null && hot.key === k && hot.keyBytes !== null) {
       writeKeyBytes(hot.keyBytes);
@@ -568,8 +576,21 @@ function writeArray(a) {
   // V8 writes an array sparse when its elements are holey, frozen, sealed
   // or not extensible; those go to ValueSerializer.
   if (!ObjectIsExtensible(a)) throw DECLINE;
-  newId(a);
+  // A hole reads through the prototype chain: only Array.prototype's (with
+  // nothing enumerable on it or Object.prototype, checked once per message)
+  // is known to give undefined there without running user code.
+  if (ObjectGetPrototypeOf(a) !== ArrayPrototype) throw DECLINE;
+  if (arrayPrototypeIsClean === 0) arrayPrototypeIsClean = hasNoEnumerableKeys(ArrayPrototype) ? 1 : 2;
+  if (arrayPrototypeIsClean !== 1) throw DECLINE;
   const length = a.length;
+  // Object.keys lists the enumerable indexes ascending, then the other
+  // keys: a hole or a non-enumerable element (V8 writes either array
+  // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
+  // not that index.
+  const keys = ObjectKeys(a);
+  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
+  const extra = keys.length > length ? keys.slice(length) : null;
+  newId(a);
   if (pos + 6 > out.length) grow(6);
   out[pos++] = T_DENSE;
   writeVarint(length);
@@ -580,12 +601,15 @@ function writeArray(a) {
   let numbers = 0;
   let doubles = 0;
   for (let i = 0; i < length; i++) {
+    // A hole or an element getter declines here (V8 writes such an array
+    // sparse, and the getter must run only there).
+    // An element getter declines before it runs (V8 writes such an array
+    // sparse, and runs the getter there).
+    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
     const v = a[i];
     if (typeof v === 'number') {
       numbers++;
       if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
-    } else if (v === undefined && !ObjectHasOwn(a, i)) {
-      throw DECLINE;
     }
     writeValue(v);
   }
@@ -598,12 +622,10 @@ function writeArray(a) {
     }
   }
   let written = 0;
-  const extra = arrayExtraKeys(a, length);
   if (extra !== null) {
     for (let i = 0; i < extra.length; i++) {
       const k = extra[i];
-      const v = a[k];
-      if (v === undefined && !ObjectHasOwn(a, k)) continue;
+      const v = ownDataValue(a, k);
       writeString(k);
       writeValue(v);
       written++;
@@ -615,10 +637,24 @@ function writeArray(a) {
   writeVarint(length);
 }
 
+// view[key] as an ordinary read finds it, declined when that read would
+// run a getter (or a proxy's trap) on the prototype chain.
+function dataValueOf(o, key) {
+  for (let at = o; at !== null; at = ObjectGetPrototypeOf(at)) {
+    if (isProxy(at)) throw DECLINE;
+    const d = ObjectGetOwnPropertyDescriptor(at, key);
+    if (d !== undefined) {
+      if (d.get !== undefined) throw DECLINE;
+      return d.value;
+    }
+  }
+  return undefined;
+}
+
 function viewIndex(view) {
   // Whether it is a Buffer follows an ordinary read of `constructor`
   // compared with the real Buffer, exactly as Node decides.
-  if (view.constructor === Buffer) return BUFFER_INDEX;
+  if (dataValueOf(view, 'constructor') === Buffer) return BUFFER_INDEX;
   if (isDataView(view)) return 9;
   const name = typedArrayTag.call(view);
   const index = name === undefined ? undefined : INDEX_BY_NAME[name];
@@ -659,6 +695,7 @@ function writeView(view) {
 function encodeInto(buffer, at, value, maxView) {
   encoding = true;
   plainPrototypeIsClean = hasNoEnumerableKeys(ObjectPrototype);
+  arrayPrototypeIsClean = 0;
   out = buffer;
   start = at;
   pos = at + 4;
@@ -670,12 +707,9 @@ function encodeInto(buffer, at, value, maxView) {
     out[pos++] = T_VERSION;
     out[pos++] = VERSION;
     writeValue(value);
-    // A getter that gave Object.prototype an enumerable property made the
-    // for-in of every plain object after it meet that inherited key, which
-    // V8 does not write: such a message goes to ValueSerializer. With one
-    // object there is no object after it (a for-in takes its keys before
-    // its first getter runs), so the check is skipped.
-    ok = !plainPrototypeIsClean || nextId <= 1 || hasNoEnumerableKeys(ObjectPrototype);
+    // No user code ran (see ownDataValue), so Object.prototype is as it was
+    // checked above.
+    ok = true;
   } catch (err) {
     if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
   } finally {

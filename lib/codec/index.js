@@ -27,7 +27,6 @@ const jsCodec = require('../fallback/codec');
 jsCodec.setup(Buffer, makeError);
 
 fast.configure({
-  arrayExtraKeys: binding.arrayExtraKeys,
   writeString: binding.writeString,
   readOneByteString: binding.readOneByteString,
 });
