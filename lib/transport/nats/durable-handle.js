@@ -12,7 +12,7 @@ const { invalidArg } = require('../../validate');
 const { NATS_ERROR_HEADER } = require('../../protocol');
 const { capabilities, END_REASONS } = require('../contract');
 const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
-const { serializeError } = require('./handle');
+const { serializeError, encodePayload, decodePayload } = require('./handle');
 const { replySubject } = require('./queue');
 
 const CAPABILITIES = capabilities({ requests: true });
@@ -121,23 +121,11 @@ class DurableHandleBase {
   }
 
   _encode(value) {
-    const frame = this._codec.encode(value);
-    const payload = frame.subarray(this._codec.headerBytes, frame.length - this._codec.trailerBytes);
-    const info = this._nc.info;
-    const limit = info && info.max_payload ? info.max_payload : Infinity;
-    if (payload.length > limit) {
-      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
-        `message of ${payload.length} bytes exceeds the NATS server's max_payload (${limit})`);
-    }
-    return payload;
+    return encodePayload(this._codec, this._nc, value);
   }
 
   _decode(data) {
-    if (data.length > this._maxMessageSize) {
-      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
-        `message of ${data.length} bytes exceeds maxMessageSize (${this._maxMessageSize}); skipped`);
-    }
-    return this._codec.decode(data);
+    return decodePayload(this._codec, data, this._maxMessageSize);
   }
 
   _countOut(n) {

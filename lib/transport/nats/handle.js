@@ -22,6 +22,30 @@ const ERROR_HEADER = NATS_ERROR_HEADER;
 
 // ---- the handle: NativeChannel's interface over NATS --------------------------
 
+// A value as a NATS payload: NATS frames each message itself, so the codec's
+// framing bytes go; a payload over the server's max_payload is refused here
+// (coded) rather than by the server.
+function encodePayload(codec, nc, value) {
+  const frame = codec.encode(value);
+  const payload = frame.subarray(codec.headerBytes, frame.length - codec.trailerBytes);
+  const info = nc.info;
+  const limit = info && info.max_payload ? info.max_payload : Infinity;
+  if (payload.length > limit) {
+    throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+      `message of ${payload.length} bytes exceeds the NATS server's max_payload (${limit})`);
+  }
+  return payload;
+}
+
+// A received payload, decoded, unless it exceeds maxMessageSize.
+function decodePayload(codec, data, maxMessageSize) {
+  if (data.length > maxMessageSize) {
+    throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
+      `message of ${data.length} bytes exceeds maxMessageSize (${maxMessageSize}); skipped`);
+  }
+  return codec.decode(data);
+}
+
 class NatsHandle {
   constructor(link, subject, peerSubject, options) {
     this._link = link;
@@ -205,16 +229,7 @@ class NatsHandle {
   }
 
   _encode(value) {
-    const frame = this._codec.encode(value);
-    // NATS frames each message itself: the codec's framing bytes go.
-    const payload = frame.subarray(this._codec.headerBytes, frame.length - this._codec.trailerBytes);
-    const info = this._nc.info;
-    const limit = info && info.max_payload ? info.max_payload : Infinity;
-    if (payload.length > limit) {
-      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
-        `message of ${payload.length} bytes exceeds the NATS server's max_payload (${limit})`);
-    }
-    return payload;
+    return encodePayload(this._codec, this._nc, value);
   }
 
   _queue(entry) {
@@ -313,11 +328,7 @@ class NatsHandle {
   }
 
   _decode(data) {
-    if (data.length > this._maxMessageSize) {
-      throw makeError('ERR_PROCWIRE_MESSAGE_TOO_LARGE',
-        `message of ${data.length} bytes exceeds maxMessageSize (${this._maxMessageSize}); skipped`);
-    }
-    return this._codec.decode(data);
+    return decodePayload(this._codec, data, this._maxMessageSize);
   }
 
   _deliver(msg) {
@@ -387,4 +398,4 @@ class NatsHandle {
   }
 }
 
-module.exports = { NatsHandle, serializeError, CTL, ERROR_HEADER };
+module.exports = { NatsHandle, serializeError, encodePayload, decodePayload, CTL, ERROR_HEADER };
