@@ -1,6 +1,11 @@
 // Node's child_process `advanced` and `json` payload codecs, on V8's own
 // ValueSerializer and JSON, so the bytes are the ones Node writes.
 //
+// The functions are in codec.cc (the entry points and json), codec_advanced.cc,
+// codec_transfers.cc and codec_natives.cc (the JS-callable helpers); see
+// codec_impl.h for how they divide the work. Ownership: nothing here keeps
+// state between calls; an encoded frame's block and an OutOfLine's
+// descriptors belong to the caller.
 // Threading: the isolate's thread only. Every function that returns false has
 // left a JavaScript exception pending (a coded error made by the JS factory,
 // or one V8 or user code threw); callers return and let it propagate.
@@ -118,12 +123,6 @@ inline int SizeBucket(size_t size) {
   int b = 63 - __builtin_clzll(static_cast<unsigned long long>(size));
   return b >= kHistogramBuckets ? kHistogramBuckets - 1 : b;
 }
-
-// arrayExtraKeys(array) -> the array's own enumerable string keys that are
-// not indexes (an Array), or null when it has none. The JavaScript fast
-// path of the advanced codec needs them for V8's dense array trailer;
-// Object.keys would make a string of every index first.
-void ArrayExtraKeys(const v8::FunctionCallbackInfo<v8::Value>& args);
 
 // writeString(string, arrayBuffer, frameStart, offset) -> the offset after
 // the string, written at `offset` of `arrayBuffer` as V8's ValueSerializer

@@ -233,7 +233,6 @@ void InitFunctions(AddonData* data, Local<Context> context, Local<Object> export
   SetFunction(isolate, context, exports, external, "setup", Setup);
   SetFunction(isolate, context, exports, external, "encode", Encode);
   SetFunction(isolate, context, exports, external, "decode", Decode);
-  SetFunction(isolate, context, exports, external, "arrayExtraKeys", ArrayExtraKeys);
   SetFunction(isolate, context, exports, external, "writeString", WriteString);
   SetFunction(isolate, context, exports, external, "readOneByteString", ReadOneByteString);
   SetFunction(isolate, context, exports, external, "socketPair", SocketPair);

@@ -1,7 +1,8 @@
 // The addon's plain functions (no wrapped object): setup, the one-shot codec
-// (encode, decode, arrayExtraKeys), socket set-up (socketPair, listen and
-// connect for unix and TCP, peer credentials, closeFd, setBlocking) and
-// alloc. Each returns its result or -errno; none keeps state.
+// (encode, decode) and its fast path's helpers (writeString,
+// readOneByteString), socket set-up (socketPair, listen and connect for unix
+// and TCP, peer credentials, closeFd, setBlocking) and alloc. Each returns
+// its result or -errno; none keeps state.
 // Threading: the isolate's thread only.
 #ifndef PROCWIRE_BINDING_FUNCTIONS_H_
 #define PROCWIRE_BINDING_FUNCTIONS_H_
