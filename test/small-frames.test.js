@@ -102,6 +102,14 @@ test('procwire peers on rings and on the socket: every kind, in order, values in
   for (const rings of ['auto', 'never']) {
     const p = await namedPair({ rings });
     try {
+      if (rings === 'auto') {
+        // The client's ring carries messages once the server's set-up has
+        // brought the link that wakes the server: one round trip.
+        p.serverSide.once('message', () => p.serverSide.send('pong'));
+        const pong = once(p.client, 'message');
+        p.client.send('ping');
+        await withTimeout(pong, 10_000, 'the first round trip');
+      }
       const COUNT = 5000;
       const got = [];
       const done = new Promise((resolve) => {
