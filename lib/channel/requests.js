@@ -32,13 +32,21 @@ function settleTimedOut(table, id, timeout, loopDelay) {
   table.settle(id, err);
 }
 
+// One more full turn of the loop (its idle, poll and check phases) before a
+// late request is called timed out: an immediate queued from an immediate
+// runs in the next turn's check phase.
+function settleAfterNextTurn(table, id, timeout, loopDelay) {
+  setImmediate(settleTimedOut, table, id, timeout, loopDelay);
+}
+
 // A timer that fires late means this process's loop was blocked; a reply
-// that came meanwhile waits unread in the socket, and is read in this same
-// loop turn (poll, before setImmediate). Only then is the peer called
-// silent; the error's loopDelay tells a late loop from a dead peer.
+// that came meanwhile waits unread in the socket or the ring, and is read
+// in this loop turn's poll phase, or in the next turn when a ring reader
+// that was spinning notices it there. Only then is the peer called silent;
+// the error's loopDelay tells a late loop from a dead peer.
 function timeoutRequest(table, id, timeout, deadline) {
   const loopDelay = Math.max(0, Date.now() - deadline);
-  if (loopDelay >= LATE_LOOP_MS) setImmediate(settleTimedOut, table, id, timeout, loopDelay);
+  if (loopDelay >= LATE_LOOP_MS) setImmediate(settleAfterNextTurn, table, id, timeout, loopDelay);
   else settleTimedOut(table, id, timeout, loopDelay);
 }
 
