@@ -21,10 +21,26 @@ function block(ms) {
   }
 }
 
+// Blocks this process's loop until `file` exists (the child wrote it once its
+// answer was out), for at least `minMs` and at most 20 s: on a loaded machine
+// the child may need longer than any fixed time to answer.
+function blockUntilFile(file, minMs) {
+  const start = Date.now();
+  while (Date.now() - start < minMs || (!fs.existsSync(file) && Date.now() - start < 20_000)) {
+    // The loop is blocked on purpose: the reply reaches the socket meanwhile.
+  }
+}
+
 function answeringChild(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-late-'));
   const file = path.join(dir, 'answer.js');
-  fs.writeFileSync(file, `require(${JSON.stringify(root)}).parent.respond((v) => v + '!');\n`);
+  // After answering, the child marks (a turn later, once its reply was
+  // written) that the answer is out.
+  fs.writeFileSync(file, `const fs = require('fs');\n` +
+    `require(${JSON.stringify(root)}).parent.respond((v) => {\n` +
+    `  setImmediate(() => fs.writeFileSync(${JSON.stringify(path.join(dir, 'answered-'))} + v, ''));\n` +
+    `  return v + '!';\n` +
+    `});\n`);
   const child = procwire.fork(file, { child: 'procwire' });
   const exited = wait.exitOf(child);
   t.after(async () => {
@@ -32,16 +48,18 @@ function answeringChild(t) {
     await wait.killChild(child, exited);
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  return { child, exited };
+  return { child, exited, answered: (v) => path.join(dir, `answered-${v}`) };
 }
 
 test('a reply that arrived while the loop was blocked past the timeout is delivered', { timeout: 30_000 }, async (t) => {
-  const { child, exited } = answeringChild(t);
+  const { child, exited, answered } = answeringChild(t);
   assert.strictEqual(await wait.unlessExited(child.channel.request('warm', { timeout: 10_000 }), exited, 'the first reply'), 'warm!');
-  // Wait for the reply (not a fixed time): the peer answers within the
-  // block, so when the loop comes back the reply is waiting in the socket.
+  // The loop stays blocked past the timeout until the peer has answered, so
+  // when it comes back the reply is waiting in the socket or the ring.
   const pending = child.channel.request('late', { timeout: 100 });
-  block(1000);
+  // A send may wait for the end of its tick to be written: let it go first.
+  await new Promise((resolve) => setImmediate(resolve));
+  blockUntilFile(answered('late'), 1000);
   assert.strictEqual(await pending, 'late!');
 });
 
