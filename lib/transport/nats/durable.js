@@ -27,7 +27,8 @@ const { validateObject, validateSize, validateSerialization } = require('../../v
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../../protocol');
 const { ServerBase } = require('../server');
 const { natsClient, natsError, openLink, serversFor, validateClientName } = require('./connection');
-const { validateSubject } = require('./channel');
+const { validateSubject, channelOptions } = require('./channel');
+const { startListening } = require('./server');
 const { queueSettings, ensureStream, workerConsumer, callerConsumer } = require('./queue');
 const { CallerHandle, WorkerHandle } = require('./durable-handle');
 
@@ -61,16 +62,7 @@ class DurableChannel extends Channel {
 }
 
 function makeChannel(handle, settings, serialization, options, peer) {
-  const channel = new DurableChannel(null, {
-    serialization,
-    maxMessageSize: options.maxMessageSize,
-    highWaterMark: options.highWaterMark,
-    maxQueuedBytes: options.maxQueuedBytes,
-    requestTimeout: options.requestTimeout,
-    transport: 'nats',
-    peer,
-    createHandle: (callbacks) => handle.attach(callbacks),
-  });
+  const channel = new DurableChannel(null, channelOptions(options, serialization, handle, peer));
   channel[HANDLE] = handle;
   channel.subject = settings.subject;
   channel.stream = settings.stream;
@@ -147,18 +139,8 @@ class DurableServer extends ServerBase {
 function listen(target, options, onChannel) {
   const server = new DurableServer(serversFor(target, options), options);
   if (onChannel !== undefined) server.on('channel', onChannel);
-  server.ready = new Promise((resolve, reject) => {
-    server._start().then(() => {
-      if (!server._closed) server.emit('listening');
-      resolve(server);
-    }, (err) => {
-      const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
-        ? err : natsError('ERR_PROCWIRE_LISTEN_FAILED', 'NATS durable listen failed', err);
-      if (server.listenerCount('error') > 0) server.emit('error', e);
-      reject(e.code === 'ERR_PROCWIRE_CONNECT_FAILED' ? makeError('ERR_PROCWIRE_LISTEN_FAILED', e.message, e) : e);
-    });
-  });
-  server.ready.catch(() => {});
+  startListening(server, 'NATS durable listen failed',
+    (e) => (e.code === 'ERR_PROCWIRE_CONNECT_FAILED' ? makeError('ERR_PROCWIRE_LISTEN_FAILED', e.message, e) : e));
   return server;
 }
 

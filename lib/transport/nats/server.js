@@ -110,23 +110,30 @@ class NatsServer extends ServerBase {
   }
 }
 
-function listen(target, options, onChannel) {
-  ({ options, onChannel } = listenArguments(options, onChannel));
-  const server = new NatsServer(serversFor(target, options), options);
-  if (onChannel !== undefined) server.on('channel', onChannel);
+// Starts a NATS server object (core or durable): `ready` resolves once it
+// listens; a failure is emitted as 'error' when someone listens for it, and
+// rejects `ready` with rejection(err).
+function startListening(server, what, rejection) {
   server.ready = new Promise((resolve, reject) => {
     server._start().then(() => {
       if (!server._closed) server.emit('listening');
       resolve(server);
     }, (err) => {
       const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
-        ? err : natsError('ERR_PROCWIRE_LISTEN_FAILED', 'NATS listen failed', err);
+        ? err : natsError('ERR_PROCWIRE_LISTEN_FAILED', what, err);
       if (server.listenerCount('error') > 0) server.emit('error', e);
-      reject(e);
+      reject(rejection(e));
     });
   });
   server.ready.catch(() => {});
+}
+
+function listen(target, options, onChannel) {
+  ({ options, onChannel } = listenArguments(options, onChannel));
+  const server = new NatsServer(serversFor(target, options), options);
+  if (onChannel !== undefined) server.on('channel', onChannel);
+  startListening(server, 'NATS listen failed', (e) => e);
   return server;
 }
 
-module.exports = { listen, NatsServer };
+module.exports = { listen, startListening, NatsServer };
