@@ -36,4 +36,19 @@ function payload(size, seed) {
   return buf;
 }
 
-module.exports = { tool, toolPath, REGISTERED, forkedByProcwire, payload };
+// Resolves once process `pid` is gone; fails if it still runs 10 s later
+// (`after` names the call that should have stopped it).
+async function assertGone(pid, after) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`worker ${pid} still runs after ${after}`);
+}
+
+module.exports = { tool, toolPath, REGISTERED, forkedByProcwire, payload, assertGone };

@@ -5,7 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
-const { tool, REGISTERED } = require('./helpers');
+const { tool, REGISTERED, assertGone } = require('./helpers');
 
 const { Worker } = tool('jest-worker');
 const TASKS = path.join(__dirname, 'workers', 'tasks.js');
@@ -53,14 +53,5 @@ test('end() stops the workers', { timeout: 60_000 }, async () => {
   const { pid } = await worker.whoami();
   const result = await worker.end();
   assert.strictEqual(result.forceExited, false);
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail(`worker ${pid} still runs after end()`);
+  await assertGone(pid, 'end()');
 });

@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
 const url = require('url');
-const { toolPath, REGISTERED } = require('./helpers');
+const { toolPath, REGISTERED, assertGone } = require('./helpers');
 
 const FILE = path.join(__dirname, 'workers', 'tinypool-worker.js');
 let Tinypool;
@@ -69,14 +69,5 @@ test('destroy() stops the workers', { timeout: 60_000 }, async () => {
   const p = new Tinypool({ filename: FILE, runtime: 'child_process', minThreads: 1, maxThreads: 1 });
   const { pid } = await p.run([], { name: 'whoami' });
   await p.destroy();
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail(`worker ${pid} still runs after destroy()`);
+  await assertGone(pid, 'destroy()');
 });

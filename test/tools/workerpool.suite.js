@@ -5,7 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
-const { tool, REGISTERED } = require('./helpers');
+const { tool, REGISTERED, assertGone } = require('./helpers');
 
 const workerpool = tool('workerpool');
 const SCRIPT = path.join(__dirname, 'workers', 'workerpool-worker.js');
@@ -58,14 +58,5 @@ test('terminate() stops the workers', { timeout: 60_000 }, async () => {
   const p = workerpool.pool(SCRIPT, { workerType: 'process', maxWorkers: 2 });
   const { pid } = await p.exec('whoami', []);
   await p.terminate();
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  assert.fail(`worker ${pid} still runs after terminate()`);
+  await assertGone(pid, 'terminate()');
 });
