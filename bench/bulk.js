@@ -48,8 +48,8 @@ const PROCWIRE_ROWS = {
 
 function iterations(size, quick) {
   if (size >= 256 * MiB) return quick ? 3 : 5;
-  if (size >= 64 * MiB) return quick ? 3 : 10;
-  return quick ? 7 : 40;
+  if (size >= 64 * MiB) return quick ? 2 : 10;
+  return quick ? 5 : 40;
 }
 
 function measureMemcpy(size, n, fresh) {

@@ -94,7 +94,7 @@ async function plan({ quick, repeats, log, args = {} }) {
     return out;
   });
   const warmMs = quick ? 80 : 250;
-  const windowMs = quick ? 300 : 1200;
+  const windowMs = quick ? 200 : 1200;
   return {
     name: 'master-worker',
     title: `Master + ${workers} workers × ${concurrency} request loops: pairs/s`,

@@ -21,9 +21,9 @@ const PEERS = [
 async function plan({ quick, repeats }) {
   const sizes = quick ? SIZES_QUICK : SIZES_FULL;
   // 1 MiB json round trips run at about 50/s here: a window must hold a
-  // few dozen of them.
-  const warmMs = quick ? 300 : 500;
-  const windowMs = quick ? 700 : 1500;
+  // couple of dozen of them.
+  const warmMs = quick ? 150 : 500;
+  const windowMs = quick ? 450 : 1500;
   return {
     name: 'parity',
     title: `Plain child: procwire parent against Node's parent (${IN_FLIGHT} in flight, child echoes)`,

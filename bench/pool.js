@@ -215,7 +215,7 @@ async function plan({ quick, repeats }) {
   // pool and for bare request()s alike (the code is not yet optimized; on
   // a loaded machine longer): the first size's warm-up covers it.
   const sizes = quick ? QUICK_SIZES : SIZES;
-  const warmSmallMs = quick ? 800 : 2500;
+  const warmSmallMs = quick ? 500 : 2500;
   const warmMs = quick ? 150 : 600;
   const windowMs = quick ? 300 : 1500;
   const peers = PEERS.map((p) => {

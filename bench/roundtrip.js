@@ -43,7 +43,7 @@ const PEERS = [
 ];
 const QUICK_PEERS = new Set(['procwire-advanced', 'procwire-json', 'procwire-socket', 'procwire-plain-advanced', 'procwire-plain-json', 'procwire-unix',
   'procwire-tcp', 'procwire-tls', 'node-json', 'node-advanced', 'node24-advanced', 'node26-advanced', 'worker-threads', 'net-unix', 'redis', 'zeromq', 'nats',
-  'nats-request', 'nats-durable', 'c-socketpair', 'c-ring']);
+  'nats-request', 'c-socketpair', 'c-ring']);
 
 // ---- driver: one peer, all sizes, in this (fresh) process --------------------
 
@@ -151,9 +151,11 @@ async function plan({ quick, repeats, log, tmp }) {
   if (!node24) log(`  roundtrip: Node 24 row skipped: ${harness.missingNode(24)}`);
   const ring = buildC(tmp, 'ring');
   if (ring.skip) log(`  roundtrip: C references skipped: ${ring.skip}`);
-  // PROCWIRE_BENCH_PEERS=a,b: only these rows (to re-run a few on a quiet machine).
+  // PROCWIRE_BENCH_PEERS=a,b: only these rows (to re-run a few on a quiet
+  // machine), --quick or not. The durable NATS row stores every message
+  // on disk and takes seconds to warm: --quick leaves it out unless named.
   const only = process.env.PROCWIRE_BENCH_PEERS ? new Set(process.env.PROCWIRE_BENCH_PEERS.split(',')) : null;
-  const peers = PEERS.filter((p) => (!quick || QUICK_PEERS.has(p.id)) && (only === null || only.has(p.id))).map((p) => {
+  const peers = PEERS.filter((p) => (only !== null ? only.has(p.id) : !quick || QUICK_PEERS.has(p.id))).map((p) => {
     const out = { ...p };
     if (p.id === 'redis' && redis.skip) out.skip = redis.skip;
     if (p.id === 'zeromq' && zmqSkip) out.skip = zmqSkip;
