@@ -150,6 +150,24 @@ async function measureTransfer(pool, size, inFlight, warmMs, windowMs) {
   return measure(pool.transfer, make, inFlight, warmMs, windowMs);
 }
 
+// One task at a time on a warm, idle pool: the run() to result time of
+// each, so a pool's fixed cost per task shows beside the bare request()'s
+// round trip (both wake a sleeping process on each side: on a VM that
+// wake-up, not the pool, is most of it).
+async function measureIdle(run, windowMs) {
+  const lat = [];
+  const end = harness.now() + windowMs;
+  for (let i = 0; i < 20; i++) await run({ a: i, b: 1 });
+  while (harness.now() < end) {
+    // Let both sides go back to sleep, as an idle pool's would.
+    await harness.sleep(1);
+    const t0 = harness.now();
+    await run({ a: 1, b: 2 });
+    lat.push(harness.now() - t0);
+  }
+  return harness.percentile(lat, 50) * 1000;
+}
+
 function measureMemcpy(size, windowMs) {
   const a = Buffer.alloc(size, 1);
   const b = Buffer.alloc(size);
@@ -187,6 +205,7 @@ async function runDriver(config, tick) {
         } else {
           const warmMs = size === SMALL ? config.warmSmallMs : config.warmMs;
           data[size] = await measure(pool.run, payloadFor(size), inFlight, warmMs, config.windowMs);
+          if (size === SMALL) data[size].idle = await measureIdle(pool.run, config.windowMs);
         }
       } catch (err) {
         // One size failing (a pool that cannot carry it) leaves that cell
@@ -225,7 +244,7 @@ async function plan({ quick, repeats }) {
     return out;
   });
   // Opening and closing the pool (forks included) plus the windows.
-  const perRun = 10000 + warmSmallMs + sizes.length * (warmMs + windowMs + 3000);
+  const perRun = 10000 + warmSmallMs + windowMs + sizes.length * (warmMs + windowMs + 3000);
   return {
     name: 'pool',
     title: 'Process pools, 2 workers: tasks/s and latency',
@@ -241,6 +260,7 @@ async function plan({ quick, repeats }) {
       { id: 'tasks', label: 'tasks/s', unit: '/s', better: 'higher' },
       { id: 'p50', label: 'p50 µs', unit: 'µs', better: 'lower' },
       { id: 'p99', label: 'p99 µs', unit: 'µs', better: 'lower' },
+      { id: 'idle', label: 'one task at a time on an idle pool, p50 µs', unit: 'µs', better: 'lower' },
     ],
     chartMetrics: ['tasks'],
     peers,
