@@ -11,6 +11,7 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { kListener } = require('../lib/transport/symbols');
 const { sleep, withTimeout, until, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
@@ -320,7 +321,7 @@ test('a stale socket file is replaced; a live one is not', TIMEOUT, async (t) =>
   }, { code: 'ERR_PROCWIRE_LISTEN_FAILED' });
   const file = first.address().path;
   // Simulate a crashed server: close the listener but leave its file.
-  (first._listener || first._netServer).close();
+  first[kListener].close();
   crashed = true;
   await new Promise((r) => setTimeout(r, 20));
   assert.ok(fs.existsSync(file));

@@ -12,6 +12,7 @@ const path = require('node:path');
 
 const procwire = require('..');
 const { sleep, withTimeout, until } = require('./helpers/wait');
+const { kRequests } = require('../lib/channel/symbols');
 
 // ---- nats-server lifecycle ---------------------------------------------------------
 
@@ -517,7 +518,7 @@ function tests() {
       // (a port taken meanwhile) fails the test here with nats-server's log.
       await withTimeout(restarting, 30000, 'n1 to start again');
       await waitRoutes(nodes, 2);
-      const retries = channels.reduce((s, ch) => s + (ch.retries || 0), 0);
+      const retries = channels.reduce((s, ch) => s + ch[kRequests].retries, 0);
       const missing = answered.reduce((s, v) => s + (v === 0 ? 1 : 0), 0);
       assert.strictEqual(missing, 0);
       assert.ok(byPid.size >= 2, `only ${byPid.size} worker(s) answered`);

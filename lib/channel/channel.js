@@ -95,7 +95,7 @@ class Channel extends EventEmitter {
     this[kReader] = new Reader(this, handle, this.serialization === 'advanced' && caps.jsDecode);
     this[kInbox] = new Inbox(this);
     this[kControl] = new Control(this);
-    this[kRequests] = new RequestTable(this, caps.requests);
+    this[kRequests] = new RequestTable(this, caps);
     this[kResponder] = new Responder(this);
     // Shared-memory rings: only between procwire ends on a unix socket this
     // process reads natively (fork channels, named unix channels).

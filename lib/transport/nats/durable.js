@@ -26,6 +26,7 @@ const { makeError } = require('../../errors');
 const { validateObject, validateSize, validateSerialization } = require('../../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../../protocol');
 const { ServerBase } = require('../server');
+const { kAccept, kClosed, kStart, kStop } = require('../symbols');
 const { natsClient, natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { validateSubject, channelOptions } = require('./channel');
 const { startListening } = require('./server');
@@ -116,22 +117,22 @@ class DurableServer extends ServerBase {
     return { servers: this._servers, subject: s.subject, queue: s.queue, stream: s.stream, durable: true };
   }
 
-  async _start() {
+  async [kStart]() {
     await withLink(this._servers, this._options, this._settings, async (link) => {
       const consumer = await workerConsumer(link, this._settings);
-      if (this._closed) return;
+      if (this[kClosed]) return;
       const handle = new WorkerHandle(link, this._settings, this._hopts);
       const channel = makeChannel(handle, this._settings, this._serialization, this._options,
         { subject: this._settings.subject, queue: this._settings.queue });
       this._channel = channel;
-      this._accept(channel);
+      this[kAccept](channel);
       handle.start(consumer);
     });
   }
 
   // Closing a durable listener stops its worker: requests it holds go back
   // to the queue for the other workers.
-  _stop() {
+  [kStop]() {
     if (this._channel) this._channel.close();
   }
 }

@@ -13,8 +13,10 @@ const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
 const { natsError } = require('./connection');
 
 // Requests and replies ride on NATS's own request subjects (writeRequest /
-// writeResponse), not on procwire's request messages.
-const CAPABILITIES = capabilities({ requests: true });
+// writeResponse), not on procwire's request messages. Core NATS is
+// at-most-once: a request or its reply in flight when a server fails is
+// lost while the channel stays open, so requests take `retries`.
+const CAPABILITIES = capabilities({ requests: true, retries: true });
 // Control header (hello, bye, ping, pong) and error-reply header.
 const CTL = NATS_CONTROL_HEADER;
 const ERROR_HEADER = NATS_ERROR_HEADER;

@@ -2,12 +2,14 @@
 // The listening end of core NATS channels: a queue subscription on the
 // listener's subject that answers each client's hello with a new channel.
 
+const { Channel } = require('../../channel');
 const { makeError } = require('../../errors');
 const { validateSerialization } = require('../../validate');
 const { ServerBase, listenArguments } = require('../server');
+const { kAccept, kClosed, kReport, kStart, kStop } = require('../symbols');
 const { natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { NatsHandle, CTL } = require('./handle');
-const { NatsChannel, channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
+const { channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
 
 // ---- listen -----------------------------------------------------------------------
 
@@ -34,9 +36,9 @@ class NatsServer extends ServerBase {
     return this._link ? this._link.nc : null;
   }
 
-  async _start() {
+  async [kStart]() {
     const link = await openLink(this._servers, this._options);
-    if (this._closed) {
+    if (this[kClosed]) {
       link.acquire();
       link.release();
       return;
@@ -60,10 +62,10 @@ class NatsServer extends ServerBase {
 
   _onHello(err, msg) {
     if (err) {
-      this._report(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      this[kReport](natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
-    if (this._closed) return;
+    if (this[kClosed]) return;
     const h = msg.headers;
     if (h === undefined || h.get(CTL) !== 'hello' || !msg.reply) {
       this._refuse(msg, `not a procwire hello on ${this._subject}`);
@@ -84,10 +86,10 @@ class NatsServer extends ServerBase {
     }
     const subject = `${this._prefix}.${this._link.client.nextId()}`;
     const handle = new NatsHandle(this._link, subject, hello.subject, handleOptions(this._options, hello.serialization));
-    const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
+    const channel = new Channel(null, channelOptions(this._options, hello.serialization, handle,
       { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
     channel.subject = subject;
-    this._accept(channel);
+    this[kAccept](channel);
     try {
       msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
     } catch (e) {
@@ -99,7 +101,7 @@ class NatsServer extends ServerBase {
 
   // close() (ServerBase) stops taking new channels; open channels stay open
   // (the connection closes with the last of them).
-  _stop() {
+  [kStop]() {
     if (this._sub) {
       try { this._sub.unsubscribe(); } catch { /* closed */ }
     }
@@ -115,8 +117,8 @@ class NatsServer extends ServerBase {
 // rejects `ready` with rejection(err).
 function startListening(server, what, rejection) {
   server.ready = new Promise((resolve, reject) => {
-    server._start().then(() => {
-      if (!server._closed) server.emit('listening');
+    server[kStart]().then(() => {
+      if (!server[kClosed]) server.emit('listening');
       resolve(server);
     }, (err) => {
       const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
