@@ -15,9 +15,19 @@ const { kPhase, kWriter, kReader, kApplyRefPolicy } = require('./symbols');
 const { retriesOf, requestWithRetries } = require('./request-retry');
 
 // An error as it crosses to the peer: its name, message, code and stack.
+// A thrown object that is not an Error gives what it has of them (a pool
+// task may throw { message, code }); anything else is the message.
 function serializeError(err) {
   if (err instanceof Error) {
     return { name: err.name, message: err.message, code: err.code, stack: err.stack };
+  }
+  if (err !== null && typeof err === 'object') {
+    return {
+      name: String(err.name || 'Error'),
+      message: String(err.message === undefined ? err : err.message),
+      code: err.code === undefined ? undefined : String(err.code),
+      stack: typeof err.stack === 'string' ? err.stack : undefined,
+    };
   }
   return { name: 'Error', message: String(err) };
 }
