@@ -74,6 +74,26 @@ test('send() validates the top-level message as Node does, with coded errors', T
   }
 });
 
+test('a responder that throws a plain object gives the requester its name, message and code', TIMEOUT, async () => {
+  const p = await pair();
+  try {
+    p.serverSide.respond(() => {
+      throw { name: 'BadInput', message: 'n must be positive', code: 42 };
+    });
+    const err = await withTimeout(p.client.request({ n: -1 }).catch((e) => e), WAIT, 'the request');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_REMOTE_ERROR');
+    assert.deepStrictEqual([err.remote.name, err.remote.message, err.remote.code], ['BadInput', 'n must be positive', '42']);
+    // A thrown string is the message.
+    p.serverSide.respond(() => {
+      throw 'plain';
+    });
+    const err2 = await withTimeout(p.client.request(1).catch((e) => e), WAIT, 'the second request');
+    assert.deepStrictEqual([err2.remote.name, err2.remote.message], ['Error', 'plain']);
+  } finally {
+    p.close();
+  }
+});
+
 test('send callbacks run after the write, never inside send()', TIMEOUT, async () => {
   const p = await pair();
   try {
