@@ -187,3 +187,38 @@ test('no class in lib/ is over 500 lines and no function over 150', () => {
   const out = execFileSync(process.execPath, [path.join(root, 'scripts', 'sizes.js')], { encoding: 'utf8' });
   assert.match(out, / 0 over the bounds/, out);
 });
+
+// Internals other modules need are symbols (lib/channel/symbols.js,
+// lib/transport/symbols.js, lib/pool/symbols.js): a module reads an
+// underscore field only where it defines it itself, or where the field is
+// Node's own (a ChildProcess's, a net.Server's, a socket's, process's),
+// which the ChildProcess surface keeps as Node does.
+test('no module in lib/ reads an underscore field another module defines', () => {
+  const NODE_FIELDS = new Set(['_handle', '_httpMessage', '_handleQueue', '_pendingMessage', '_send', '_disconnect',
+    '_closesNeeded', '_closesGot', '_channel', '_setupWorker', '_connectionKey', '_connections', '_listen2',
+    // v8.Deserializer's, for a host object's bytes.
+    '_readRawBytes']);
+  const found = [];
+  (function walk(d) {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) {
+        walk(p);
+        continue;
+      }
+      if (!e.name.endsWith('.js')) continue;
+      // Comments say why, and may name Node's fields; only code counts.
+      const src = fs.readFileSync(p, 'utf8').replace(/\/\/.*$/gm, '').replace(/\/\*[\s\S]*?\*\//g, '');
+      const own = new Set();
+      // Set here: assigned, or a destructuring target ({ a: this._a } = ...).
+      for (const m of src.matchAll(/\bthis\.(_[A-Za-z]\w*)\s*(?:=[^=]|[,}])/g)) own.add(m[1]);
+      for (const m of src.matchAll(/^\s*(?:static\s+|async\s+|get\s+|set\s+)*(_[A-Za-z]\w*)\s*\(/gm)) own.add(m[1]);
+      for (const m of src.matchAll(/\b(\w+)\.(_[A-Za-z]\w*)\b/g)) {
+        const [, receiver, field] = m;
+        if (receiver === 'process' || NODE_FIELDS.has(field) || own.has(field)) continue;
+        found.push(`${path.relative(root, p)}: ${receiver}.${field}`);
+      }
+    }
+  })(path.join(root, 'lib'));
+  assert.deepStrictEqual([...new Set(found)], []);
+});

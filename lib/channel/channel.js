@@ -399,7 +399,7 @@ class Channel extends EventEmitter {
     this[kSegments].stop();
     // A handle still waiting for its answer is let go, as Node closes it on
     // disconnect.
-    if (this[kHandles] !== null) this[kHandles]._release();
+    if (this[kHandles] !== null) this[kHandles].release();
     if (debug.enabled) debug('channel %s closed: %s%s', this.transport, reason, err ? ` (${err.code}: ${err.message})` : '');
     const [cbs, written] = this[kWriter].detach();
     this[kHandle].close();
