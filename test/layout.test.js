@@ -83,11 +83,15 @@ test('lib/ compares no raw errno numbers', () => {
   }
 });
 
-test('the fallback server derives from ServerBase, not from the native Server', () => {
+// The native and the fallback unix/TCP servers share SocketServerBase (the
+// state, address(), ref and unref), never each other.
+test('the fallback server derives from the shared unix/TCP base, not from the native Server', () => {
   const { ServerBase } = require('../lib/transport/server');
-  const { Server } = require('../lib/transport/socket');
+  const { Server, SocketServerBase } = require('../lib/transport/socket');
   const { FallbackServer } = require('../lib/transport/fallback');
-  assert.strictEqual(Object.getPrototypeOf(FallbackServer), ServerBase);
+  assert.strictEqual(Object.getPrototypeOf(SocketServerBase), ServerBase);
+  assert.strictEqual(Object.getPrototypeOf(Server), SocketServerBase);
+  assert.strictEqual(Object.getPrototypeOf(FallbackServer), SocketServerBase);
   assert.ok(!(FallbackServer.prototype instanceof Server));
 });
 

@@ -23,10 +23,10 @@ const { makeError, systemError } = require('../errors');
 const { withAddress } = require('../error-context');
 const auth = require('../security');
 const { JsStreamHandle } = require('../fallback/binding');
-const { ServerBase, setReady } = require('./server');
+const { setReady } = require('./server');
 const {
   channelOptions, numericHost, authenticateClient, clientSettings, inodeOf,
-  initSocketServer, socketServerAddress, removeSocketServerFiles, newSocketServer,
+  SocketServerBase, removeSocketServerFiles, newSocketServer,
 } = require('./socket');
 const {
   kAddress, kAdmit, kAllowedUids, kBoundPort, kClosed, kHost, kKeyFile, kKeyIno, kListen, kListener, kOptions,
@@ -74,23 +74,15 @@ function probeUnix(file) {
 
 // A unix/TCP server on net.Server: the same state, hello and admission as
 // the native one (socket.js), its own I/O.
-class FallbackServer extends ServerBase {
-  constructor(address, options) {
-    super();
-    initSocketServer(this, address, options);
-    this[kListener] = null;
-    this._unrefed = false;
-  }
-
-  address() {
-    return socketServerAddress(this);
-  }
+class FallbackServer extends SocketServerBase {
+  // unref() came before the net.Server was made.
+  #unrefed = false;
 
   // Binds the net.Server; rejects with a coded ERR_PROCWIRE_LISTEN_FAILED.
   async [kListen](host) {
     const a = this[kAddress];
     const backlog = this[kOptions].backlog || 511;
-    const srv = net.createServer({ allowHalfOpen: true }, (socket) => this._onSocket(socket));
+    const srv = net.createServer({ allowHalfOpen: true }, (socket) => this.#onSocket(socket));
     try {
       if (a.kind === 'tcp') {
         await listenOn(srv, { host, port: a.port, backlog });
@@ -100,7 +92,7 @@ class FallbackServer extends ServerBase {
         if (tooLong(a.path)) throw Object.assign(new Error('name too long'), { code: 'ENAMETOOLONG' });
         await listenOn(srv, { path: `\0${a.path}`, backlog });
       } else {
-        await this._bindUnixFile(srv, a.path, backlog);
+        await this.#bindUnixFile(srv, a.path, backlog);
       }
     } catch (err) {
       srv.close();
@@ -108,7 +100,7 @@ class FallbackServer extends ServerBase {
     }
     srv.on('error', (err) => this[kReport](makeError('ERR_PROCWIRE_SOCKET', err.message, err)));
     this[kListener] = srv;
-    if (this._unrefed) srv.unref();
+    if (this.#unrefed) srv.unref();
     if (a.kind === 'unix' && !a.abstract && this[kOptions].auth !== false && this[kSecret] === null) {
       try {
         auth.removeSecretFile(a.path);
@@ -126,7 +118,7 @@ class FallbackServer extends ServerBase {
   // 0600, then hard-linked to its name: no moment with open permissions and
   // no process-wide umask change, and an existing file is never replaced
   // unless it is a socket nobody accepts on.
-  async _bindUnixFile(srv, file, backlog) {
+  async #bindUnixFile(srv, file, backlog) {
     if (tooLong(file)) throw Object.assign(new Error('path too long'), { code: 'ENAMETOOLONG' });
     const dir = fs.mkdtempSync(path.join(path.dirname(file), `.pw${crypto.randomBytes(3).toString('hex')}`));
     const tmp = path.join(dir, 's');
@@ -134,7 +126,7 @@ class FallbackServer extends ServerBase {
       if (tooLong(tmp)) {
         // No room for a temporary name: bind in place, inside a directory
         // that is already private for named channels.
-        if (fs.existsSync(file) && !(await this._replaceStale(file))) {
+        if (fs.existsSync(file) && !(await this.#replaceStale(file))) {
           throw Object.assign(new Error('address in use'), { code: 'EADDRINUSE' });
         }
         await listenOn(srv, { path: file, backlog });
@@ -145,7 +137,7 @@ class FallbackServer extends ServerBase {
         try {
           fs.linkSync(tmp, file);
         } catch (err) {
-          if (err.code !== 'EEXIST' || !(await this._replaceStale(file))) {
+          if (err.code !== 'EEXIST' || !(await this.#replaceStale(file))) {
             throw Object.assign(new Error('address in use'), { code: err.code === 'EEXIST' ? 'EADDRINUSE' : err.code });
           }
           fs.linkSync(tmp, file);
@@ -161,7 +153,7 @@ class FallbackServer extends ServerBase {
   }
 
   // A socket file nobody accepts on is removed (true); anything else stays.
-  async _replaceStale(file) {
+  async #replaceStale(file) {
     let isSocket;
     try { isSocket = fs.lstatSync(file).isSocket(); } catch { return true; }
     if (!isSocket || await probeUnix(file)) return false;
@@ -169,7 +161,7 @@ class FallbackServer extends ServerBase {
     return true;
   }
 
-  _onSocket(socket) {
+  #onSocket(socket) {
     if (this[kClosed]) {
       socket.destroy();
       return;
@@ -200,10 +192,8 @@ class FallbackServer extends ServerBase {
   }
 
   [kRefListener](on) {
-    this._unrefed = !on;
-    if (this[kListener]) {
-      if (on) this[kListener].ref(); else this[kListener].unref();
-    }
+    this.#unrefed = !on;
+    super[kRefListener](on);
   }
 }
 

@@ -22,6 +22,11 @@ const {
 const DEFAULT_MAX_PENDING_HELLOS = 128;
 
 class ServerBase extends EventEmitter {
+  // The hello's limit on waiting connections, and the channels whose hello
+  // is still running, oldest first (set up by [kSetupHello]).
+  #maxPendingHellos = 0;
+  #pending = null;
+
   constructor() {
     super();
     this[kClosed] = false;
@@ -35,10 +40,10 @@ class ServerBase extends EventEmitter {
   [kSetupHello](secret, options) {
     this[kSecret] = secret;
     this[kHelloTimeout] = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
-    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
+    this.#maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
       2 ** 31 - 1);
     // Channels whose hello is still running, oldest first.
-    this._pending = new Set();
+    this.#pending = new Set();
   }
 
   // Nothing the peer sends is delivered, and the user never sees the
@@ -51,23 +56,23 @@ class ServerBase extends EventEmitter {
     // At the cap, the connection that has waited longest goes: an honest
     // client finishes its hello in a round trip, so evicting the oldest
     // keeps serving it while silent peers only push each other out.
-    if (this._pending.size >= this._maxPendingHellos) {
-      const oldest = this._pending.values().next().value;
-      this._pending.delete(oldest);
+    if (this.#pending.size >= this.#maxPendingHellos) {
+      const oldest = this.#pending.values().next().value;
+      this.#pending.delete(oldest);
       oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
-        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
+        `evicted: ${this.#maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
     }
-    this._pending.add(channel);
+    this.#pending.add(channel);
     const quiet = () => {};
     channel.on('error', quiet);
     auth.authenticate(channel, { secret: this[kSecret], role: 'server', timeout: this[kHelloTimeout] }).then(
       () => {
-        this._pending.delete(channel);
+        this.#pending.delete(channel);
         channel.off('error', quiet);
         if (this[kClosed]) channel.destroy(); else this[kAccept](channel);
       },
       (err) => {
-        this._pending.delete(channel);
+        this.#pending.delete(channel);
         channel.destroy();
         this.emit('reject', err);
       });

@@ -173,20 +173,34 @@ function socketServerAddress(server) {
   return { path: server[kAddress].path, abstract: server[kAddress].abstract };
 }
 
-class Server extends ServerBase {
+// What every unix/TCP server is, whatever does its I/O (the addon here,
+// net.Server in the fallback backend, tls.Server in tls.js): its state,
+// address(), and the listener (kListener) it refs and unrefs.
+class SocketServerBase extends ServerBase {
   // Made by listen(); called from user code with anything else, it throws a
   // coded error.
   constructor(address, options) {
     super();
     initSocketServer(this, address, options);
     this[kListener] = null;
-    this._lastAcceptError = 0;
-    this._suppressedAcceptErrors = 0;
   }
 
   address() {
     return socketServerAddress(this);
   }
+
+  [kRefListener](on) {
+    const listener = this[kListener];
+    if (listener) {
+      if (on) listener.ref(); else listener.unref();
+    }
+  }
+}
+
+class Server extends SocketServerBase {
+  // When an accept failure was last reported, and how many came since.
+  #lastAcceptError = 0;
+  #suppressedAcceptErrors = 0;
 
   [kListen](host) {
     const a = this[kAddress];
@@ -199,7 +213,7 @@ class Server extends ServerBase {
       this[kHost] = host;
     } else {
       fd = binding.listenUnix(a.path, a.abstract, backlog);
-      if (fd === 'EADDRINUSE' && !a.abstract && this._removeIfStale(a.path)) {
+      if (fd === 'EADDRINUSE' && !a.abstract && this.#removeIfStale(a.path)) {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
       if (typeof fd === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
@@ -221,12 +235,12 @@ class Server extends ServerBase {
         }
       }
     }
-    this[kListener] = new binding.NativeListener(fd, (fds, error) => this._onConnections(fds, error));
+    this[kListener] = new binding.NativeListener(fd, (fds, error) => this.#onConnections(fds, error));
   }
 
   // A socket file nobody accepts on is left by a process that died; it may
   // be replaced. A live one is not touched.
-  _removeIfStale(file) {
+  #removeIfStale(file) {
     const r = binding.connectUnix(file, false);
     if (typeof r !== 'string') {
       binding.closeFd(r[0]);
@@ -242,8 +256,8 @@ class Server extends ServerBase {
     }
   }
 
-  _onConnections(fds, error) {
-    if (error !== undefined) this._reportAcceptError(error);
+  #onConnections(fds, error) {
+    if (error !== undefined) this.#reportAcceptError(error);
     for (const fd of fds) {
       if (this[kClosed]) {
         binding.closeFd(fd);
@@ -274,15 +288,15 @@ class Server extends ServerBase {
   // Out of descriptors (EMFILE/ENFILE): the addon sheds the pending
   // connections and backs off; here the failure is reported at most once a
   // second, with how many more were seen meanwhile.
-  _reportAcceptError(error) {
+  #reportAcceptError(error) {
     const now = Date.now();
-    if (now - this._lastAcceptError < ACCEPT_ERROR_INTERVAL) {
-      this._suppressedAcceptErrors++;
+    if (now - this.#lastAcceptError < ACCEPT_ERROR_INTERVAL) {
+      this.#suppressedAcceptErrors++;
       return;
     }
-    const suppressed = this._suppressedAcceptErrors;
-    this._lastAcceptError = now;
-    this._suppressedAcceptErrors = 0;
+    const suppressed = this.#suppressedAcceptErrors;
+    this.#lastAcceptError = now;
+    this.#suppressedAcceptErrors = 0;
     const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
       suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
     this[kReport](err);
@@ -292,12 +306,6 @@ class Server extends ServerBase {
   [kStop]() {
     if (this[kListener]) this[kListener].close();
     removeSocketServerFiles(this, Boolean(this[kListener]));
-  }
-
-  [kRefListener](on) {
-    if (this[kListener]) {
-      if (on) this[kListener].ref(); else this[kListener].unref();
-    }
   }
 }
 
@@ -399,5 +407,5 @@ module.exports = {
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
   // Shared with the fallback backend: socket-file identity, the unix/TCP
   // server's state and address.
-  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress, removeSocketServerFiles, newSocketServer,
+  inodeOf, unlinkIfSame, SocketServerBase, removeSocketServerFiles, newSocketServer,
 };

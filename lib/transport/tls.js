@@ -38,7 +38,7 @@ class TlsServer extends Server {
       // A connection that never completes its TLS handshake is cut off
       // after helloTimeout (Node's own default is 120 s).
       const handshakeTimeout = this[kHelloTimeout] > 0 ? this[kHelloTimeout] : undefined;
-      const srv = tls.createServer({ handshakeTimeout, ...this[kOptions].tls }, (socket) => this._onTlsSocket(socket));
+      const srv = tls.createServer({ handshakeTimeout, ...this[kOptions].tls }, (socket) => this.#onTlsSocket(socket));
       srv.on('tlsClientError', (err, socket) => {
         if (socket) socket.destroy();
         this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED', `TLS handshake failed: ${err.message}`, err));
@@ -55,7 +55,7 @@ class TlsServer extends Server {
     });
   }
 
-  _onTlsSocket(socket) {
+  #onTlsSocket(socket) {
     if (this[kClosed]) {
       socket.destroy();
       return;

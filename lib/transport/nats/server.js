@@ -14,45 +14,53 @@ const { channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_
 // ---- listen -----------------------------------------------------------------------
 
 class NatsServer extends ServerBase {
+  #servers;
+  #options;
+  #subject;
+  #outbox;
+  #prefix;
+  // The shared NATS connection and the hello subscription, once started.
+  #link = null;
+  #sub = null;
+  #onStatus = null;
+
   constructor(servers, options) {
     super();
-    this._servers = servers;
-    this._options = options;
-    this._subject = validateSubject(options.subject, 'options.subject');
+    this.#servers = servers;
+    this.#options = options;
+    this.#subject = validateSubject(options.subject, 'options.subject');
     validateClientName(options.natsClient);
-    this._outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
-    this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
+    this.#outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
+    this.#prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
     if (options.serialization !== undefined) validateSerialization(options.serialization);
     handleOptions(options, 'advanced');  // validates early
-    this._link = null;
-    this._sub = null;
   }
 
   address() {
-    return { servers: this._servers, subject: this._subject, queue: this._outbox };
+    return { servers: this.#servers, subject: this.#subject, queue: this.#outbox };
   }
 
   get connection() {
-    return this._link ? this._link.nc : null;
+    return this.#link ? this.#link.nc : null;
   }
 
   async [kStart]() {
-    const link = await openLink(this._servers, this._options);
+    const link = await openLink(this.#servers, this.#options);
     if (this[kClosed]) {
       link.acquire();
       link.release();
       return;
     }
-    this._link = link;
+    this.#link = link;
     link.acquire();
-    this._onStatus = (s) => this.emit('status', s);
-    link.listeners.add(this._onStatus);
-    this._sub = link.nc.subscribe(this._subject, { queue: this._outbox, callback: (err, msg) => this._onHello(err, msg) });
+    this.#onStatus = (s) => this.emit('status', s);
+    link.listeners.add(this.#onStatus);
+    this.#sub = link.nc.subscribe(this.#subject, { queue: this.#outbox, callback: (err, msg) => this.#onHello(err, msg) });
     // The subscription is registered once the server answers this PING.
     await link.nc.flush();
   }
 
-  _refuse(msg, message) {
+  #refuse(msg, message) {
     if (!msg.reply) return;
     try {
       msg.respond(Buffer.from(JSON.stringify({ error: { message, code: 'ERR_PROCWIRE_CONNECT_FAILED' } })));
@@ -60,7 +68,7 @@ class NatsServer extends ServerBase {
     this.emit('reject', makeError('ERR_PROCWIRE_CONNECT_FAILED', message));
   }
 
-  _onHello(err, msg) {
+  #onHello(err, msg) {
     if (err) {
       this[kReport](natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
@@ -68,7 +76,7 @@ class NatsServer extends ServerBase {
     if (this[kClosed]) return;
     const h = msg.headers;
     if (h === undefined || h.get(CTL) !== 'hello' || !msg.reply) {
-      this._refuse(msg, `not a procwire hello on ${this._subject}`);
+      this.#refuse(msg, `not a procwire hello on ${this.#subject}`);
       return;
     }
     let hello;
@@ -77,16 +85,16 @@ class NatsServer extends ServerBase {
       validateSubject(hello.subject, 'hello.subject');
       hello.serialization = validateSerialization(hello.serialization);
     } catch (e) {
-      this._refuse(msg, `bad procwire hello: ${e.message}`);
+      this.#refuse(msg, `bad procwire hello: ${e.message}`);
       return;
     }
-    if (this._options.serialization !== undefined && hello.serialization !== this._options.serialization) {
-      this._refuse(msg, `this listener speaks ${this._options.serialization}, the client asked for ${hello.serialization}`);
+    if (this.#options.serialization !== undefined && hello.serialization !== this.#options.serialization) {
+      this.#refuse(msg, `this listener speaks ${this.#options.serialization}, the client asked for ${hello.serialization}`);
       return;
     }
-    const subject = `${this._prefix}.${this._link.client.nextId()}`;
-    const handle = new NatsHandle(this._link, subject, hello.subject, handleOptions(this._options, hello.serialization));
-    const channel = new Channel(null, channelOptions(this._options, hello.serialization, handle,
+    const subject = `${this.#prefix}.${this.#link.client.nextId()}`;
+    const handle = new NatsHandle(this.#link, subject, hello.subject, handleOptions(this.#options, hello.serialization));
+    const channel = new Channel(null, channelOptions(this.#options, hello.serialization, handle,
       { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
     channel.subject = subject;
     this[kAccept](channel);
@@ -102,12 +110,12 @@ class NatsServer extends ServerBase {
   // close() (ServerBase) stops taking new channels; open channels stay open
   // (the connection closes with the last of them).
   [kStop]() {
-    if (this._sub) {
-      try { this._sub.unsubscribe(); } catch { /* closed */ }
+    if (this.#sub) {
+      try { this.#sub.unsubscribe(); } catch { /* closed */ }
     }
-    if (this._link) {
-      this._link.listeners.delete(this._onStatus);
-      this._link.release();
+    if (this.#link) {
+      this.#link.listeners.delete(this.#onStatus);
+      this.#link.release();
     }
   }
 }
