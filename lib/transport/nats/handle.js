@@ -48,6 +48,28 @@ function decodePayload(codec, data, maxMessageSize) {
   return codec.decode(data);
 }
 
+// A reply to request `id`, to the channel's callbacks `cb`: the responder's
+// error (JSON, marked by the error header), or the decoded value; a value
+// that does not decode fails the request and counts as a decode error. The
+// core and the durable handles both deliver replies so.
+function deliverReply(cb, counts, codec, maxMessageSize, id, data, isError) {
+  if (isError) {
+    let error;
+    try { error = JSON.parse(Buffer.from(data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
+    cb.onresponse(id, false, error);
+    return;
+  }
+  let value;
+  try {
+    value = decodePayload(codec, data, maxMessageSize);
+  } catch (err) {
+    counts.decodeErrors++;
+    if (cb !== null) cb.onrequestfailed(id, err);
+    return;
+  }
+  cb.onresponse(id, true, value);
+}
+
 class NatsHandle {
   constructor(link, subject, peerSubject, options) {
     this._link = link;
@@ -382,22 +404,9 @@ class NatsHandle {
       }
       return;
     }
-    if (h !== undefined && h.get(ERROR_HEADER)) {
-      let error;
-      try { error = JSON.parse(Buffer.from(msg.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
-      this._cb.onresponse(id, false, error);
-      return;
-    }
-    let body;
-    try {
-      body = this._decode(msg.data);
-    } catch (err) {
-      this._counts.decodeErrors++;
-      if (this._cb !== null) this._cb.onrequestfailed(id, err);
-      return;
-    }
-    this._cb.onresponse(id, true, body);
+    deliverReply(this._cb, this._counts, this._codec, this._maxMessageSize, id, msg.data,
+      h !== undefined && Boolean(h.get(ERROR_HEADER)));
   }
 }
 
-module.exports = { NatsHandle, serializeError, encodePayload, decodePayload, CTL, ERROR_HEADER };
+module.exports = { NatsHandle, serializeError, encodePayload, decodePayload, deliverReply, CTL, ERROR_HEADER };
