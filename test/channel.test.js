@@ -12,6 +12,7 @@ const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
 const { kListener } = require('../lib/transport/symbols');
+const { kCaps } = require('../lib/channel/symbols');
 const { sleep, withTimeout, until, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
@@ -89,6 +90,25 @@ test('a responder that throws a plain object gives the requester its name, messa
     });
     const err2 = await withTimeout(p.client.request(1).catch((e) => e), WAIT, 'the second request');
     assert.deepStrictEqual([err2.remote.name, err2.remote.message], ['Error', 'plain']);
+  } finally {
+    p.close();
+  }
+});
+
+test('a named channel loses no request while open, so request() ignores `retries`', TIMEOUT, async () => {
+  const p = await pair();
+  try {
+    assert.strictEqual(p.client[kCaps].retries, false);
+    let seen = 0;
+    p.serverSide.respond(() => {
+      seen++;
+      return new Promise(() => {});
+    });
+    const err = await withTimeout(p.client.request(1, { timeout: 100, retries: 3 }).catch((e) => e), WAIT, 'the request');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_REQUEST_TIMEOUT');
+    assert.strictEqual(err.attempts, undefined);
+    await until(() => seen === 1, WAIT, 'the responder to see the request');
+    assert.strictEqual(seen, 1);
   } finally {
     p.close();
   }

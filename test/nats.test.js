@@ -12,7 +12,7 @@ const path = require('node:path');
 
 const procwire = require('..');
 const { sleep, withTimeout, until } = require('./helpers/wait');
-const { kRequests } = require('../lib/channel/symbols');
+const { kRequests, kCaps } = require('../lib/channel/symbols');
 
 // ---- nats-server lifecycle ---------------------------------------------------------
 
@@ -290,6 +290,31 @@ function tests() {
       const reply = await nc.request(peer.subject, Buffer.from(JSON.stringify({ a: 1 })), { timeout: 2000 });
       assert.deepStrictEqual(JSON.parse(Buffer.from(reply.data).toString()), { echo: { a: 1 } });
       await nc.close();
+      client.close();
+      server.close();
+    });
+
+    // Core NATS may lose a request while the channel stays open, so its
+    // handle declares capability `retries` and the request table resends
+    // (lib/channel/request-retry.js): the responder sees each attempt, and
+    // the final error says how many were made.
+    it('retries: a request that times out is sent again, up to `retries` more times', { timeout: 30000 }, async () => {
+      const { server, client, peer } = await pair();
+      assert.strictEqual(client[kCaps].retries, true);
+      let seen = 0;
+      peer.respond(() => {
+        seen++;
+        return seen < 3 ? new Promise(() => {}) : 'third time';
+      });
+      assert.strictEqual(await client.request('x', { timeout: 1000, retries: 5 }), 'third time');
+      // A loaded machine may time out an answered attempt too: then one more.
+      assert.ok(seen >= 3, `the responder saw ${seen} attempts`);
+      assert.strictEqual(client[kRequests].retries, seen - 1);
+      peer.respond(() => new Promise(() => {}));
+      const failed = await client.request('z', { timeout: 100, retries: 2 }).then(() => null, (e) => e);
+      assert.strictEqual(failed.code, 'ERR_PROCWIRE_REQUEST_TIMEOUT');
+      assert.strictEqual(failed.attempts, 3);
+      assert.throws(() => client.request('w', { retries: -1 }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
       client.close();
       server.close();
     });
