@@ -15,7 +15,7 @@ const procwire = require('..');
 const { sleep: delay, until } = require('./helpers/wait');
 const {
   authenticate, resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile,
-  _internal: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac },
+  helloWire: { HELLO, AUTH, AUTH_FAIL, VERSION, computeMac },
 } = require('../lib/auth');
 
 const SECRET = 'correct horse battery staple 0123456789';

@@ -11,6 +11,8 @@ const os = require('os');
 const path = require('path');
 const { once } = require('events');
 const procwire = require('..');
+const { kListener } = require('../lib/transport/symbols');
+const { kCaps } = require('../lib/channel/symbols');
 const { sleep, withTimeout, until, exitOf, killChild } = require('./helpers/wait');
 
 if (process.argv[2] === 'child') {
@@ -68,6 +70,45 @@ test('send() validates the top-level message as Node does, with coded errors', T
     p.client.send({ first: true });
     const [m] = await withTimeout(once(p.serverSide, 'message'), WAIT, 'the first message');
     assert.deepStrictEqual(m, { first: true });
+  } finally {
+    p.close();
+  }
+});
+
+test('a responder that throws a plain object gives the requester its name, message and code', TIMEOUT, async () => {
+  const p = await pair();
+  try {
+    p.serverSide.respond(() => {
+      throw { name: 'BadInput', message: 'n must be positive', code: 42 };
+    });
+    const err = await withTimeout(p.client.request({ n: -1 }).catch((e) => e), WAIT, 'the request');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_REMOTE_ERROR');
+    assert.deepStrictEqual([err.remote.name, err.remote.message, err.remote.code], ['BadInput', 'n must be positive', '42']);
+    // A thrown string is the message.
+    p.serverSide.respond(() => {
+      throw 'plain';
+    });
+    const err2 = await withTimeout(p.client.request(1).catch((e) => e), WAIT, 'the second request');
+    assert.deepStrictEqual([err2.remote.name, err2.remote.message], ['Error', 'plain']);
+  } finally {
+    p.close();
+  }
+});
+
+test('a named channel loses no request while open, so request() ignores `retries`', TIMEOUT, async () => {
+  const p = await pair();
+  try {
+    assert.strictEqual(p.client[kCaps].retries, false);
+    let seen = 0;
+    p.serverSide.respond(() => {
+      seen++;
+      return new Promise(() => {});
+    });
+    const err = await withTimeout(p.client.request(1, { timeout: 100, retries: 3 }).catch((e) => e), WAIT, 'the request');
+    assert.strictEqual(err.code, 'ERR_PROCWIRE_REQUEST_TIMEOUT');
+    assert.strictEqual(err.attempts, undefined);
+    await until(() => seen === 1, WAIT, 'the responder to see the request');
+    assert.strictEqual(seen, 1);
   } finally {
     p.close();
   }
@@ -320,7 +361,7 @@ test('a stale socket file is replaced; a live one is not', TIMEOUT, async (t) =>
   }, { code: 'ERR_PROCWIRE_LISTEN_FAILED' });
   const file = first.address().path;
   // Simulate a crashed server: close the listener but leave its file.
-  (first._listener || first._netServer).close();
+  first[kListener].close();
   crashed = true;
   await new Promise((r) => setTimeout(r, 20));
   assert.ok(fs.existsSync(file));

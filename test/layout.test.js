@@ -83,11 +83,15 @@ test('lib/ compares no raw errno numbers', () => {
   }
 });
 
-test('the fallback server derives from ServerBase, not from the native Server', () => {
+// The native and the fallback unix/TCP servers share SocketServerBase (the
+// state, address(), ref and unref), never each other.
+test('the fallback server derives from the shared unix/TCP base, not from the native Server', () => {
   const { ServerBase } = require('../lib/transport/server');
-  const { Server } = require('../lib/transport/socket');
+  const { Server, SocketServerBase } = require('../lib/transport/socket');
   const { FallbackServer } = require('../lib/transport/fallback');
-  assert.strictEqual(Object.getPrototypeOf(FallbackServer), ServerBase);
+  assert.strictEqual(Object.getPrototypeOf(SocketServerBase), ServerBase);
+  assert.strictEqual(Object.getPrototypeOf(Server), SocketServerBase);
+  assert.strictEqual(Object.getPrototypeOf(FallbackServer), SocketServerBase);
   assert.ok(!(FallbackServer.prototype instanceof Server));
 });
 
@@ -186,4 +190,39 @@ test('no class in lib/ is over 500 lines and no function over 150', () => {
   const { execFileSync } = require('child_process');
   const out = execFileSync(process.execPath, [path.join(root, 'scripts', 'sizes.js')], { encoding: 'utf8' });
   assert.match(out, / 0 over the bounds/, out);
+});
+
+// Internals other modules need are symbols (lib/channel/symbols.js,
+// lib/transport/symbols.js, lib/pool/symbols.js): a module reads an
+// underscore field only where it defines it itself, or where the field is
+// Node's own (a ChildProcess's, a net.Server's, a socket's, process's),
+// which the ChildProcess surface keeps as Node does.
+test('no module in lib/ reads an underscore field another module defines', () => {
+  const NODE_FIELDS = new Set(['_handle', '_httpMessage', '_handleQueue', '_pendingMessage', '_send', '_disconnect',
+    '_closesNeeded', '_closesGot', '_channel', '_setupWorker', '_connectionKey', '_connections', '_listen2',
+    // v8.Deserializer's, for a host object's bytes.
+    '_readRawBytes']);
+  const found = [];
+  (function walk(d) {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) {
+        walk(p);
+        continue;
+      }
+      if (!e.name.endsWith('.js')) continue;
+      // Comments say why, and may name Node's fields; only code counts.
+      const src = fs.readFileSync(p, 'utf8').replace(/\/\/.*$/gm, '').replace(/\/\*[\s\S]*?\*\//g, '');
+      const own = new Set();
+      // Set here: assigned, or a destructuring target ({ a: this._a } = ...).
+      for (const m of src.matchAll(/\bthis\.(_[A-Za-z]\w*)\s*(?:=[^=]|[,}])/g)) own.add(m[1]);
+      for (const m of src.matchAll(/^\s*(?:static\s+|async\s+|get\s+|set\s+)*(_[A-Za-z]\w*)\s*\(/gm)) own.add(m[1]);
+      for (const m of src.matchAll(/\b(\w+)\.(_[A-Za-z]\w*)\b/g)) {
+        const [, receiver, field] = m;
+        if (receiver === 'process' || NODE_FIELDS.has(field) || own.has(field)) continue;
+        found.push(`${path.relative(root, p)}: ${receiver}.${field}`);
+      }
+    }
+  })(path.join(root, 'lib'));
+  assert.deepStrictEqual([...new Set(found)], []);
 });

@@ -12,6 +12,7 @@ const path = require('node:path');
 
 const procwire = require('..');
 const { sleep, withTimeout, until } = require('./helpers/wait');
+const { kRequests, kCaps } = require('../lib/channel/symbols');
 
 // ---- nats-server lifecycle ---------------------------------------------------------
 
@@ -293,6 +294,31 @@ function tests() {
       server.close();
     });
 
+    // Core NATS may lose a request while the channel stays open, so its
+    // handle declares capability `retries` and the request table resends
+    // (lib/channel/request-retry.js): the responder sees each attempt, and
+    // the final error says how many were made.
+    it('retries: a request that times out is sent again, up to `retries` more times', { timeout: 30000 }, async () => {
+      const { server, client, peer } = await pair();
+      assert.strictEqual(client[kCaps].retries, true);
+      let seen = 0;
+      peer.respond(() => {
+        seen++;
+        return seen < 3 ? new Promise(() => {}) : 'third time';
+      });
+      assert.strictEqual(await client.request('x', { timeout: 1000, retries: 5 }), 'third time');
+      // A loaded machine may time out an answered attempt too: then one more.
+      assert.ok(seen >= 3, `the responder saw ${seen} attempts`);
+      assert.strictEqual(client[kRequests].retries, seen - 1);
+      peer.respond(() => new Promise(() => {}));
+      const failed = await client.request('z', { timeout: 100, retries: 2 }).then(() => null, (e) => e);
+      assert.strictEqual(failed.code, 'ERR_PROCWIRE_REQUEST_TIMEOUT');
+      assert.strictEqual(failed.attempts, 3);
+      assert.throws(() => client.request('w', { retries: -1 }), { code: 'ERR_PROCWIRE_INVALID_ARG' });
+      client.close();
+      server.close();
+    });
+
     it('answers concurrent requests; errors, timeouts, aborts and close are coded', { timeout: 30000 }, async () => {
       const { server, client, peer } = await pair();
       peer.respond(async (v) => {
@@ -517,7 +543,7 @@ function tests() {
       // (a port taken meanwhile) fails the test here with nats-server's log.
       await withTimeout(restarting, 30000, 'n1 to start again');
       await waitRoutes(nodes, 2);
-      const retries = channels.reduce((s, ch) => s + (ch.retries || 0), 0);
+      const retries = channels.reduce((s, ch) => s + ch[kRequests].retries, 0);
       const missing = answered.reduce((s, v) => s + (v === 0 ? 1 : 0), 0);
       assert.strictEqual(missing, 0);
       assert.ok(byPid.size >= 2, `only ${byPid.size} worker(s) answered`);

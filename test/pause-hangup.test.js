@@ -78,11 +78,14 @@ for (const transport of ['named', 'tcp']) {
   test(`${transport}: a paused channel delivers what the peer sent before hanging up, then closes`,
     { timeout: DEADLINE * 2 }, async () => {
       const { channel, server, child, exited } = await pausedChannel(transport, 3);
+      // Said in the failure below: why the channel closed, if it did.
+      let earlyReason = 'none';
+      channel.once('close', (reason) => { earlyReason = reason; });
       try {
         await withTimeout(exited, DEADLINE, 'the peer to exit');
         const got = [];
         channel.on('message', (m) => got.push(m.i));
-        assert.strictEqual(channel.closed, false, `closed while paused with messages unread (${channel._closeReason})`);
+        assert.strictEqual(channel.closed, false, `closed while paused with messages unread (${earlyReason})`);
         const closed = once(channel, 'close');
         channel.resume();
         const [reason] = await withTimeout(closed, DEADLINE, 'the channel to close after resume');

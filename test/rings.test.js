@@ -14,7 +14,7 @@ const procwire = require('..');
 const { namedPair, uniqueName } = require('./helpers/pair');
 const { PEER, withTimeout, nextMessage, forkRingPeer } = require('./helpers/ring-peer');
 const { until } = require('./helpers/wait');
-const { VERSION: HELLO_VERSION } = require('../lib/auth')._internal;
+const { VERSION: HELLO_VERSION } = require('../lib/auth').helloWire;
 const { kWriter } = require('../lib/channel/symbols');
 
 const TIMEOUT = { timeout: 120_000 };

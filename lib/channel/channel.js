@@ -95,7 +95,7 @@ class Channel extends EventEmitter {
     this[kReader] = new Reader(this, handle, this.serialization === 'advanced' && caps.jsDecode);
     this[kInbox] = new Inbox(this);
     this[kControl] = new Control(this);
-    this[kRequests] = new RequestTable(this, caps.requests);
+    this[kRequests] = new RequestTable(this, caps);
     this[kResponder] = new Responder(this);
     // Shared-memory rings: only between procwire ends on a unix socket this
     // process reads natively (fork channels, named unix channels).
@@ -399,7 +399,7 @@ class Channel extends EventEmitter {
     this[kSegments].stop();
     // A handle still waiting for its answer is let go, as Node closes it on
     // disconnect.
-    if (this[kHandles] !== null) this[kHandles]._release();
+    if (this[kHandles] !== null) this[kHandles].release();
     if (debug.enabled) debug('channel %s closed: %s%s', this.transport, reason, err ? ` (${err.code}: ${err.message})` : '');
     const [cbs, written] = this[kWriter].detach();
     this[kHandle].close();

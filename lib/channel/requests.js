@@ -12,11 +12,22 @@ const { withCallerFrames, timeoutMessage } = require('../error-context');
 const { MAX_TIMEOUT, MAX_WAITING_REQUESTS } = require('./settings');
 const { HOLD_REQUESTS } = require('./reader');
 const { kPhase, kWriter, kReader, kApplyRefPolicy } = require('./symbols');
+const { retriesOf, requestWithRetries } = require('./request-retry');
 
 // An error as it crosses to the peer: its name, message, code and stack.
+// A thrown object that is not an Error gives what it has of them (a pool
+// task may throw { message, code }); anything else is the message.
 function serializeError(err) {
   if (err instanceof Error) {
     return { name: err.name, message: err.message, code: err.code, stack: err.stack };
+  }
+  if (err !== null && typeof err === 'object') {
+    return {
+      name: String(err.name || 'Error'),
+      message: String(err.message === undefined ? err : err.message),
+      code: err.code === undefined ? undefined : String(err.code),
+      stack: typeof err.stack === 'string' ? err.stack : undefined,
+    };
   }
   return { name: 'Error', message: String(err) };
 }
@@ -51,23 +62,38 @@ function timeoutRequest(table, id, timeout, deadline) {
 }
 
 class RequestTable {
-  // nativeRequests: the handle carries request/reply itself (capability
-  // `requests`); otherwise requests are NODE_PROCWIRE_REQ messages.
-  constructor(host, nativeRequests) {
+  // From the handle's capabilities: `requests`, the handle carries
+  // request/reply itself (otherwise requests are NODE_PROCWIRE_REQ
+  // messages); `retries`, a request may be lost while the channel stays
+  // open, so options.retries resends it (request-retry.js).
+  constructor(host, caps) {
     this.host = host;
-    this.nativeRequests = nativeRequests;
+    this.nativeRequests = caps.requests;
+    this.retryable = caps.retries;
     this.entries = new Map();
     this.nextId = 1;
+    // Requests sent again under the retry policy, on this channel.
+    this.retries = 0;
   }
 
   get size() {
     return this.entries.size;
   }
 
-  // request(value, { timeout, signal }) -> Promise of the peer's reply.
-  // refed: whether the channel keeps the process alive (a timer of an
-  // unrefed channel must not).
+  // request(value, { timeout, signal[, retries, retryDelay] }) -> Promise
+  // of the peer's reply. refed: whether the channel keeps the process alive
+  // (a timer of an unrefed channel must not).
   open(value, options, refed) {
+    if (this.retryable) {
+      options = validateObject(options, 'options');
+      const retries = retriesOf(options);
+      if (retries > 0) return requestWithRetries(this, value, options, refed, retries);
+    }
+    return this.attempt(value, options, refed);
+  }
+
+  // One request sent once.
+  attempt(value, options, refed) {
     const host = this.host;
     options = validateObject(options, 'options');
     const timeout = validateSize(options.timeout, 'timeout', host.requestTimeout, MAX_TIMEOUT);

@@ -46,6 +46,10 @@ class HandleProtocol {
     // surface emits them as 'internalMessage', as Node's own bookkeeping
     // listens there), or null.
     this.announce = null;
+    // (): called after what waited behind a handle was sent again (the
+    // ChildProcess surface finishes a disconnect() asked for meanwhile), or
+    // null.
+    this.afterQueue = null;
     channel[kControl].handleHook = (message, fd) => {
       this._onControl(message, fd);
       if (this.announce !== null) this.announce(message);
@@ -146,9 +150,9 @@ class HandleProtocol {
     let resend = null;
     if (pending) {
       if (message.cmd === CMD.HANDLE_ACK) {
-        this._release();
+        this.release();
       } else if (pending.retransmissions >= MAX_HANDLE_RETRANSMISSIONS) {
-        this._release();
+        this.release();
         process.emitWarning('Handle did not reach the receiving process correctly', 'SentHandleNotReceivedWarning');
       } else {
         resend = pending;
@@ -162,7 +166,7 @@ class HandleProtocol {
         resend.retransmissions + 1);
     }
     for (const item of queue) this.resend(item.message, item.handle, item.options, item.callback);
-    if (typeof host._afterQueue === 'function') host._afterQueue();
+    if (this.afterQueue !== null) this.afterQueue();
   }
 
   _answer(cmd) {
@@ -171,7 +175,7 @@ class HandleProtocol {
   }
 
   // Lets go of the handle in flight (it reached the peer, or never will).
-  _release() {
+  release() {
     const pending = this.host._pendingMessage;
     this.host._pendingMessage = null;
     if (pending && pending.prepared.release) pending.prepared.release();

@@ -152,9 +152,9 @@ function defineSend(child, channel, protocol, writes) {
 
 // disconnect() and _disconnect(), waiting for handles in flight as Node does.
 function defineDisconnect(child, channel, protocol) {
-  child._afterQueue = function afterQueue() {
+  protocol.afterQueue = () => {
     // A disconnect() asked for while handles were in flight happens now.
-    if (!this.connected && this.channel && !this._handleQueue) this._disconnect();
+    if (!child.connected && child.channel && !child._handleQueue) child._disconnect();
   };
 
   child.disconnect = function disconnect() {
@@ -169,7 +169,7 @@ function defineDisconnect(child, channel, protocol) {
   child._disconnect = function _disconnect() {
     if (!this.channel) return;
     this.channel = null;
-    if (this._pendingMessage) protocol._release();
+    if (this._pendingMessage) protocol.release();
     process.nextTick(() => {
       channel.close();
       child.emit('disconnect');
@@ -186,7 +186,7 @@ function watchClose(child, channel, protocol, childSide) {
     // then never comes, and neither does ours.
     if (child.connected) child.disconnect();
     // A handle still waiting for its acknowledgement never gets one now.
-    if (child._pendingMessage) protocol._release();
+    if (child._pendingMessage) protocol.release();
     child.channel = null;
     if (!childSide && !closedCounted && reason !== 'local' && reason !== 'destroyed') {
       closedCounted = true;

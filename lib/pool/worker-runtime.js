@@ -18,24 +18,14 @@ const url = require('url');
 // needs none of it would load at every start.
 const parent = require('../fork').getParent();
 const { isMoved } = require('./move');
+// The one serializeError in lib/, shared with the request responder.
+const { serializeError } = require('../channel/requests');
 
 const DEFAULT = 'default';
 let defaultHandler = null;
 const handlers = new Map();
 // Running async tasks whose handler takes a signal: id -> AbortController.
 const controllers = new Map();
-
-function serializeError(err) {
-  if (err !== null && typeof err === 'object') {
-    return {
-      name: String(err.name || 'Error'),
-      message: String(err.message === undefined ? err : err.message),
-      code: err.code === undefined ? undefined : String(err.code),
-      stack: typeof err.stack === 'string' ? err.stack : undefined,
-    };
-  }
-  return { name: 'Error', message: String(err), code: undefined, stack: undefined };
-}
 
 function reply(id, value) {
   try {

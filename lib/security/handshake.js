@@ -316,7 +316,9 @@ function authenticate(channel, options) {
 
 module.exports = {
   authenticate,
-  _internal: {
+  // The hello's wire: its message names, version, MAC and limits (the tests
+  // speak it to check refusals a real peer never sends).
+  helloWire: {
     HELLO, AUTH, AUTH_FAIL, VERSION, computeMac, DEFAULT_TIMEOUT, HELLO_MAX_MESSAGE_SIZE, HELLO_MAX_MESSAGES,
   },
 };

@@ -4,7 +4,7 @@
 // it is handed to the application) and the secret's sources and key files
 // (keyfile.js).
 
-const { authenticate, _internal } = require('./handshake');
+const { authenticate, helloWire } = require('./handshake');
 const { resolveSecret, secretFileFor, createSecretFile, readSecretFile, removeSecretFile } = require('./keyfile');
 
 module.exports = {
@@ -15,5 +15,5 @@ module.exports = {
   readSecretFile,
   removeSecretFile,
   // Exposed for tests, not as public API.
-  _internal,
+  helloWire,
 };

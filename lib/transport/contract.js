@@ -101,6 +101,9 @@
 //   handles      Node's NODE_HANDLE protocol (net.Socket, net.Server, ...)
 //   rings        shared-memory rings (set up by the ring integration)
 //   requests     native request/reply (writeRequest/writeResponse)
+//   retries      a request or its reply may be lost while the channel stays
+//                open (core NATS), so request() takes `retries` and sends it
+//                again (lib/channel/request-retry.js); no methods
 //   frames, stagedWrites, jsDecode, segmentPool, readLimit, fd, written:
 //                the methods of the same name above
 
@@ -109,7 +112,7 @@ const { invalidArg } = require('../validate');
 const { END_REASONS } = require('./end-reasons');
 
 const CAPABILITY_NAMES = Object.freeze(['descriptors', 'segments', 'handles', 'rings', 'requests', 'frames',
-  'stagedWrites', 'jsDecode', 'segmentPool', 'readLimit', 'fd', 'written']);
+  'stagedWrites', 'jsDecode', 'segmentPool', 'readLimit', 'fd', 'written', 'retries']);
 // The methods each capability brings.
 const CAPABILITY_METHODS = Object.freeze({
   descriptors: [],
@@ -125,6 +128,7 @@ const CAPABILITY_METHODS = Object.freeze({
   readLimit: ['setMaxMessageSize'],
   fd: ['fd'],
   written: ['written'],
+  retries: [],
 });
 const REQUIRED_METHODS = Object.freeze(['write', 'writeBuffer', 'flush', 'readStart', 'readStop', 'ref', 'unref',
   'close', 'stats']);

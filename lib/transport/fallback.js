@@ -21,14 +21,17 @@ const crypto = require('crypto');
 const { Channel } = require('../channel');
 const { makeError, systemError } = require('../errors');
 const { withAddress } = require('../error-context');
-const { invalidArg } = require('../validate');
 const auth = require('../security');
 const { JsStreamHandle } = require('../fallback/binding');
-const { ServerBase, listenArguments, setReady } = require('./server');
+const { setReady } = require('./server');
 const {
-  resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings, inodeOf,
-  initSocketServer, socketServerAddress, removeSocketServerFiles,
+  channelOptions, numericHost, authenticateClient, clientSettings, inodeOf,
+  SocketServerBase, removeSocketServerFiles, newSocketServer,
 } = require('./socket');
+const {
+  kAddress, kAdmit, kAllowedUids, kBoundPort, kClosed, kHost, kKeyFile, kKeyIno, kListen, kListener, kOptions,
+  kRefListener, kReport, kSecret, kSocketIno, kStop,
+} = require('./symbols');
 
 const MAX_UNIX_PATH = 107;
 
@@ -71,49 +74,41 @@ function probeUnix(file) {
 
 // A unix/TCP server on net.Server: the same state, hello and admission as
 // the native one (socket.js), its own I/O.
-class FallbackServer extends ServerBase {
-  constructor(address, options) {
-    super();
-    initSocketServer(this, address, options);
-    this._netServer = null;
-    this._unrefed = false;
-  }
-
-  address() {
-    return socketServerAddress(this);
-  }
+class FallbackServer extends SocketServerBase {
+  // unref() came before the net.Server was made.
+  #unrefed = false;
 
   // Binds the net.Server; rejects with a coded ERR_PROCWIRE_LISTEN_FAILED.
-  async _listenNet(host) {
-    const a = this._address;
-    const backlog = this._options.backlog || 511;
-    const srv = net.createServer({ allowHalfOpen: true }, (socket) => this._onSocket(socket));
+  async [kListen](host) {
+    const a = this[kAddress];
+    const backlog = this[kOptions].backlog || 511;
+    const srv = net.createServer({ allowHalfOpen: true }, (socket) => this.#onSocket(socket));
     try {
       if (a.kind === 'tcp') {
         await listenOn(srv, { host, port: a.port, backlog });
-        this._host = host;
-        this._boundPort = srv.address().port;
+        this[kHost] = host;
+        this[kBoundPort] = srv.address().port;
       } else if (a.abstract) {
         if (tooLong(a.path)) throw Object.assign(new Error('name too long'), { code: 'ENAMETOOLONG' });
         await listenOn(srv, { path: `\0${a.path}`, backlog });
       } else {
-        await this._bindUnixFile(srv, a.path, backlog);
+        await this.#bindUnixFile(srv, a.path, backlog);
       }
     } catch (err) {
       srv.close();
       throw systemError('ERR_PROCWIRE_LISTEN_FAILED', errnoNameOf(err), 'listen', a.kind === 'tcp' ? `${host}:${a.port}` : a.path);
     }
-    srv.on('error', (err) => this._report(makeError('ERR_PROCWIRE_SOCKET', err.message, err)));
-    this._netServer = srv;
-    if (this._unrefed) srv.unref();
-    if (a.kind === 'unix' && !a.abstract && this._options.auth !== false && this._secret === null) {
+    srv.on('error', (err) => this[kReport](makeError('ERR_PROCWIRE_SOCKET', err.message, err)));
+    this[kListener] = srv;
+    if (this.#unrefed) srv.unref();
+    if (a.kind === 'unix' && !a.abstract && this[kOptions].auth !== false && this[kSecret] === null) {
       try {
         auth.removeSecretFile(a.path);
-        this._secret = Buffer.from(auth.createSecretFile(a.path));
-        this._keyFile = auth.secretFileFor(a.path);
-        this._keyIno = inodeOf(this._keyFile);
+        this[kSecret] = Buffer.from(auth.createSecretFile(a.path));
+        this[kKeyFile] = auth.secretFileFor(a.path);
+        this[kKeyIno] = inodeOf(this[kKeyFile]);
       } catch (err) {
-        this._stop();
+        this[kStop]();
         throw makeError('ERR_PROCWIRE_LISTEN_FAILED', `cannot create key file: ${err.message}`, err);
       }
     }
@@ -123,7 +118,7 @@ class FallbackServer extends ServerBase {
   // 0600, then hard-linked to its name: no moment with open permissions and
   // no process-wide umask change, and an existing file is never replaced
   // unless it is a socket nobody accepts on.
-  async _bindUnixFile(srv, file, backlog) {
+  async #bindUnixFile(srv, file, backlog) {
     if (tooLong(file)) throw Object.assign(new Error('path too long'), { code: 'ENAMETOOLONG' });
     const dir = fs.mkdtempSync(path.join(path.dirname(file), `.pw${crypto.randomBytes(3).toString('hex')}`));
     const tmp = path.join(dir, 's');
@@ -131,7 +126,7 @@ class FallbackServer extends ServerBase {
       if (tooLong(tmp)) {
         // No room for a temporary name: bind in place, inside a directory
         // that is already private for named channels.
-        if (fs.existsSync(file) && !(await this._replaceStale(file))) {
+        if (fs.existsSync(file) && !(await this.#replaceStale(file))) {
           throw Object.assign(new Error('address in use'), { code: 'EADDRINUSE' });
         }
         await listenOn(srv, { path: file, backlog });
@@ -142,7 +137,7 @@ class FallbackServer extends ServerBase {
         try {
           fs.linkSync(tmp, file);
         } catch (err) {
-          if (err.code !== 'EEXIST' || !(await this._replaceStale(file))) {
+          if (err.code !== 'EEXIST' || !(await this.#replaceStale(file))) {
             throw Object.assign(new Error('address in use'), { code: err.code === 'EEXIST' ? 'EADDRINUSE' : err.code });
           }
           fs.linkSync(tmp, file);
@@ -154,11 +149,11 @@ class FallbackServer extends ServerBase {
       try { fs.rmdirSync(dir); } catch { /* gone */ }
     }
     // Remembered so close() removes this server's file only.
-    this._socketIno = inodeOf(file);
+    this[kSocketIno] = inodeOf(file);
   }
 
   // A socket file nobody accepts on is removed (true); anything else stays.
-  async _replaceStale(file) {
+  async #replaceStale(file) {
     let isSocket;
     try { isSocket = fs.lstatSync(file).isSocket(); } catch { return true; }
     if (!isSocket || await probeUnix(file)) return false;
@@ -166,41 +161,39 @@ class FallbackServer extends ServerBase {
     return true;
   }
 
-  _onSocket(socket) {
-    if (this._closed) {
+  #onSocket(socket) {
+    if (this[kClosed]) {
       socket.destroy();
       return;
     }
-    const a = this._address;
+    const a = this[kAddress];
     let peer = null;
     if (a.kind === 'tcp') {
       socket.setNoDelay(true);
       peer = { address: socket.remoteAddress, port: socket.remotePort };
-    } else if (this._options.allowUids !== undefined && this._allowedUids !== '*') {
+    } else if (this[kOptions].allowUids !== undefined && this[kAllowedUids] !== '*') {
       // An allow-list needs the peer's uid, which JavaScript cannot read.
       socket.destroy();
       this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
         'peer uid cannot be checked without the native addon (allowUids)', undefined, { peer: null }));
       return;
     }
-    this._admit(new Channel(null, {
-      ...channelOptions(this._options, a), transport: a.kind, peer,
+    this[kAdmit](new Channel(null, {
+      ...channelOptions(this[kOptions], a), transport: a.kind, peer,
       createHandle: (callbacks, o) => streamHandle(socket, callbacks, o),
     }));
   }
 
-  _stop() {
-    const srv = this._netServer;
-    this._netServer = null;
+  [kStop]() {
+    const srv = this[kListener];
+    this[kListener] = null;
     if (srv) srv.close();
     removeSocketServerFiles(this, Boolean(srv));
   }
 
-  _refListener(on) {
-    this._unrefed = !on;
-    if (this._netServer) {
-      if (on) this._netServer.ref(); else this._netServer.unref();
-    }
+  [kRefListener](on) {
+    this.#unrefed = !on;
+    super[kRefListener](on);
   }
 }
 
@@ -208,17 +201,12 @@ class FallbackServer extends ServerBase {
 // 'listening' or 'error' (ERR_PROCWIRE_LISTEN_FAILED) follows, and
 // server.ready settles with it.
 function listen(target, options, onChannel) {
-  ({ options, onChannel } = listenArguments(options, onChannel));
-  if (options.tls !== undefined) {
-    throw invalidArg('options.tls (an object of node:tls options) applies to TCP addresses only');
-  }
-  const address = resolveAddress(target);
-  const server = new FallbackServer(address, options);
-  if (onChannel !== undefined) server.on('channel', onChannel);
+  const server = newSocketServer(FallbackServer, target, options, onChannel);
+  const address = server[kAddress];
   const host = address.kind === 'tcp' ? numericHost(address.host) : Promise.resolve(undefined);
-  host.then((h) => server._closed ? undefined : server._listenNet(h).then(() => {
+  host.then((h) => server[kClosed] ? undefined : server[kListen](h).then(() => {
     // Closed while binding: release what was just bound.
-    if (server._closed) server._stop(); else server.emit('listening');
+    if (server[kClosed]) server[kStop](); else server.emit('listening');
   })).catch((err) => server.emit('error', err.code === 'ERR_PROCWIRE_LISTEN_FAILED'
     ? err : makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
   return setReady(server);

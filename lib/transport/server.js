@@ -4,14 +4,17 @@
 // 'channel' event, admission after the hello for servers with a secret,
 // errors without a listener as warnings, an idempotent close() and the
 // `ready` promise listen() returns on the server. A backend's server extends
-// it and supplies _stop() (release the listening resource) and, when it has
-// one, _refListener(on).
+// it and supplies [kStop]() (release the listening resource) and, when it has
+// one, [kRefListener](on); the keys are in ./symbols.js.
 
 const EventEmitter = require('events');
 const auth = require('../security');
 const { makeError } = require('../errors');
 const { invalidArg, validateObject, validateSize } = require('../validate');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
+const {
+  kAccept, kAdmit, kClosed, kHelloTimeout, kRefListener, kReport, kSecret, kSetupHello, kStop,
+} = require('./symbols');
 
 // Connections a server lets wait for their hello at once; past it the one
 // that has waited longest is closed (and reported as 'reject'), so a crowd of
@@ -19,77 +22,82 @@ const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
 const DEFAULT_MAX_PENDING_HELLOS = 128;
 
 class ServerBase extends EventEmitter {
+  // The hello's limit on waiting connections, and the channels whose hello
+  // is still running, oldest first (set up by [kSetupHello]).
+  #maxPendingHellos = 0;
+  #pending = null;
+
   constructor() {
     super();
-    this._closed = false;
+    this[kClosed] = false;
     this.channels = new Set();
-    this._secret = null;
+    this[kSecret] = null;
   }
 
   // A server whose peers must prove a shared secret first (null: none):
-  // _admit() then runs the hello, bounded by options.helloTimeout and
+  // [kAdmit]() then runs the hello, bounded by options.helloTimeout and
   // options.maxPendingHellos, before the channel is accepted.
-  _setupHello(secret, options) {
-    this._secret = secret;
-    this._helloTimeout = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
-    this._maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
+  [kSetupHello](secret, options) {
+    this[kSecret] = secret;
+    this[kHelloTimeout] = validateSize(options.helloTimeout, 'helloTimeout', DEFAULT_HELLO_TIMEOUT, 2 ** 31 - 1);
+    this.#maxPendingHellos = validateSize(options.maxPendingHellos, 'maxPendingHellos', DEFAULT_MAX_PENDING_HELLOS,
       2 ** 31 - 1);
     // Channels whose hello is still running, oldest first.
-    this._pending = new Set();
+    this.#pending = new Set();
   }
 
   // Nothing the peer sends is delivered, and the user never sees the
   // channel, until the peer proves it knows the secret.
-  _admit(channel) {
-    if (this._secret === null) {
-      this._accept(channel);
+  [kAdmit](channel) {
+    if (this[kSecret] === null) {
+      this[kAccept](channel);
       return;
     }
     // At the cap, the connection that has waited longest goes: an honest
     // client finishes its hello in a round trip, so evicting the oldest
     // keeps serving it while silent peers only push each other out.
-    if (this._pending.size >= this._maxPendingHellos) {
-      const oldest = this._pending.values().next().value;
-      this._pending.delete(oldest);
+    if (this.#pending.size >= this.#maxPendingHellos) {
+      const oldest = this.#pending.values().next().value;
+      this.#pending.delete(oldest);
       oldest.destroy(makeError('ERR_PROCWIRE_HELLO_TIMEOUT',
-        `evicted: ${this._maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
+        `evicted: ${this.#maxPendingHellos} connections were waiting for their hello (maxPendingHellos)`));
     }
-    this._pending.add(channel);
+    this.#pending.add(channel);
     const quiet = () => {};
     channel.on('error', quiet);
-    auth.authenticate(channel, { secret: this._secret, role: 'server', timeout: this._helloTimeout }).then(
+    auth.authenticate(channel, { secret: this[kSecret], role: 'server', timeout: this[kHelloTimeout] }).then(
       () => {
-        this._pending.delete(channel);
+        this.#pending.delete(channel);
         channel.off('error', quiet);
-        if (this._closed) channel.destroy(); else this._accept(channel);
+        if (this[kClosed]) channel.destroy(); else this[kAccept](channel);
       },
       (err) => {
-        this._pending.delete(channel);
+        this.#pending.delete(channel);
         channel.destroy();
         this.emit('reject', err);
       });
   }
 
   // An admitted channel: tracked until it closes, then handed to the user.
-  _accept(channel) {
+  [kAccept](channel) {
     this.channels.add(channel);
     channel.once('close', () => this.channels.delete(channel));
     this.emit('channel', channel);
   }
 
   // A listener's error nobody listens for must not crash the process.
-  _report(err) {
+  [kReport](err) {
     if (this.listenerCount('error') > 0) this.emit('error', err); else process.emitWarning(err);
   }
 
   // Stops accepting; open channels stay open. Idempotent.
   close(callback) {
-    if (this._closed) {
+    if (this[kClosed]) {
       if (callback) process.nextTick(callback);
       return this;
     }
-    this._closed = true;
-    this._stop();
+    this[kClosed] = true;
+    this[kStop]();
     process.nextTick(() => {
       this.emit('close');
       if (callback) callback();
@@ -97,17 +105,17 @@ class ServerBase extends EventEmitter {
     return this;
   }
 
-  _stop() {}
+  [kStop]() {}
 
-  _refListener(on) {}
+  [kRefListener](on) {}
 
   ref() {
-    this._refListener(true);
+    this[kRefListener](true);
     return this;
   }
 
   unref() {
-    this._refListener(false);
+    this[kRefListener](false);
     return this;
   }
 }

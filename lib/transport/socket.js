@@ -17,6 +17,10 @@ const { invalidArg, validateObject, validateSize } = require('../validate');
 const auth = require('../security');
 const { ServerBase, listenArguments, setReady } = require('./server');
 const { DEFAULT_HELLO_TIMEOUT } = require('../protocol');
+const {
+  kAddress, kAdmit, kAllowedUids, kBoundPort, kClosed, kHost, kKeyFile, kKeyIno, kListen, kListener, kOptions,
+  kRefListener, kReport, kSecret, kSetupHello, kSocketIno, kStop,
+} = require('./symbols');
 
 // Accept failures (out of descriptors) are reported at most this often.
 const ACCEPT_ERROR_INTERVAL = 1000;
@@ -142,14 +146,14 @@ function initSocketServer(server, address, options) {
     throw invalidArg('Server is made by listen(address[, options][, onChannel])');
   }
   options = validateObject(options, 'options');
-  server._address = address;
-  server._options = options;
-  server._boundPort = null;
-  server._keyFile = null;
-  server._setupHello(secretFor(address, options, 'server'), options);
+  server[kAddress] = address;
+  server[kOptions] = options;
+  server[kBoundPort] = null;
+  server[kKeyFile] = null;
+  server[kSetupHello](secretFor(address, options, 'server'), options);
   const uid = process.getuid();
-  server._allowedUids = options.allowUids === undefined ? [uid] : options.allowUids;
-  if (!Array.isArray(server._allowedUids) && server._allowedUids !== '*') {
+  server[kAllowedUids] = options.allowUids === undefined ? [uid] : options.allowUids;
+  if (!Array.isArray(server[kAllowedUids]) && server[kAllowedUids] !== '*') {
     throw invalidArg('options.allowUids must be an array of uids or "*"');
   }
 }
@@ -158,58 +162,72 @@ function initSocketServer(server, address, options) {
 // file (only if it was bound, and only while the file is still the one it
 // made) and its secret key file.
 function removeSocketServerFiles(server, bound) {
-  const a = server._address;
-  if (bound && a.kind === 'unix' && !a.abstract) unlinkIfSame(a.path, server._socketIno);
-  if (server._keyFile) unlinkIfSame(server._keyFile, server._keyIno);
+  const a = server[kAddress];
+  if (bound && a.kind === 'unix' && !a.abstract) unlinkIfSame(a.path, server[kSocketIno]);
+  if (server[kKeyFile]) unlinkIfSame(server[kKeyFile], server[kKeyIno]);
 }
 
 // server.address() of a unix/TCP server.
 function socketServerAddress(server) {
-  if (server._address.kind === 'tcp') return { host: server._host, port: server._boundPort };
-  return { path: server._address.path, abstract: server._address.abstract };
+  if (server[kAddress].kind === 'tcp') return { host: server[kHost], port: server[kBoundPort] };
+  return { path: server[kAddress].path, abstract: server[kAddress].abstract };
 }
 
-class Server extends ServerBase {
+// What every unix/TCP server is, whatever does its I/O (the addon here,
+// net.Server in the fallback backend, tls.Server in tls.js): its state,
+// address(), and the listener (kListener) it refs and unrefs.
+class SocketServerBase extends ServerBase {
   // Made by listen(); called from user code with anything else, it throws a
   // coded error.
   constructor(address, options) {
     super();
     initSocketServer(this, address, options);
-    this._listener = null;
-    this._lastAcceptError = 0;
-    this._suppressedAcceptErrors = 0;
+    this[kListener] = null;
   }
 
   address() {
     return socketServerAddress(this);
   }
 
-  _listenNow(host) {
-    const a = this._address;
+  [kRefListener](on) {
+    const listener = this[kListener];
+    if (listener) {
+      if (on) listener.ref(); else listener.unref();
+    }
+  }
+}
+
+class Server extends SocketServerBase {
+  // When an accept failure was last reported, and how many came since.
+  #lastAcceptError = 0;
+  #suppressedAcceptErrors = 0;
+
+  [kListen](host) {
+    const a = this[kAddress];
     let fd;
-    const backlog = this._options.backlog || 511;
+    const backlog = this[kOptions].backlog || 511;
     if (a.kind === 'tcp') {
       const r = binding.listenTcp(host, a.port, backlog);
       if (typeof r === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', r, 'listen', `${host}:${a.port}`);
-      [fd, this._boundPort] = r;
-      this._host = host;
+      [fd, this[kBoundPort]] = r;
+      this[kHost] = host;
     } else {
       fd = binding.listenUnix(a.path, a.abstract, backlog);
-      if (fd === 'EADDRINUSE' && !a.abstract && this._removeIfStale(a.path)) {
+      if (fd === 'EADDRINUSE' && !a.abstract && this.#removeIfStale(a.path)) {
         fd = binding.listenUnix(a.path, a.abstract, backlog);
       }
       if (typeof fd === 'string') throw systemError('ERR_PROCWIRE_LISTEN_FAILED', fd, 'listen', a.path);
       // Remembered so close() removes this server's file only, not one a
       // later server bound after ours was deleted.
-      if (!a.abstract) this._socketIno = inodeOf(a.path);
-      if (!a.abstract && this._options.auth !== false && this._secret === null) {
+      if (!a.abstract) this[kSocketIno] = inodeOf(a.path);
+      if (!a.abstract && this[kOptions].auth !== false && this[kSecret] === null) {
         // The key file lives beside the socket with the same 0600 rights; a
         // leftover one from a dead server is replaced with a fresh secret.
         try {
           auth.removeSecretFile(a.path);
-          this._secret = Buffer.from(auth.createSecretFile(a.path));
-          this._keyFile = auth.secretFileFor(a.path);
-          this._keyIno = inodeOf(this._keyFile);
+          this[kSecret] = Buffer.from(auth.createSecretFile(a.path));
+          this[kKeyFile] = auth.secretFileFor(a.path);
+          this[kKeyIno] = inodeOf(this[kKeyFile]);
         } catch (err) {
           binding.closeFd(fd);
           try { fs.unlinkSync(a.path); } catch { /* gone */ }
@@ -217,12 +235,12 @@ class Server extends ServerBase {
         }
       }
     }
-    this._listener = new binding.NativeListener(fd, (fds, error) => this._onConnections(fds, error));
+    this[kListener] = new binding.NativeListener(fd, (fds, error) => this.#onConnections(fds, error));
   }
 
   // A socket file nobody accepts on is left by a process that died; it may
   // be replaced. A live one is not touched.
-  _removeIfStale(file) {
+  #removeIfStale(file) {
     const r = binding.connectUnix(file, false);
     if (typeof r !== 'string') {
       binding.closeFd(r[0]);
@@ -238,31 +256,31 @@ class Server extends ServerBase {
     }
   }
 
-  _onConnections(fds, error) {
-    if (error !== undefined) this._reportAcceptError(error);
+  #onConnections(fds, error) {
+    if (error !== undefined) this.#reportAcceptError(error);
     for (const fd of fds) {
-      if (this._closed) {
+      if (this[kClosed]) {
         binding.closeFd(fd);
         continue;
       }
       let peer = null;
-      if (this._address.kind === 'unix') {
+      if (this[kAddress].kind === 'unix') {
         const cred = binding.peerCredentials(fd);
         if (typeof cred !== 'string') peer = { pid: cred[0], uid: cred[1], gid: cred[2] };
         // Without SO_PEERCRED (the JS fallback answers ENOSYS) the socket
         // file's 0600 mode is what admits only this user, so the default
         // same-uid policy holds; an explicit allow-list cannot be checked.
-        const unverifiable = cred === 'ENOSYS' && this._options.allowUids === undefined;
-        if (this._allowedUids !== '*' && !unverifiable && (peer === null || !this._allowedUids.includes(peer.uid))) {
+        const unverifiable = cred === 'ENOSYS' && this[kOptions].allowUids === undefined;
+        if (this[kAllowedUids] !== '*' && !unverifiable && (peer === null || !this[kAllowedUids].includes(peer.uid))) {
           binding.closeFd(fd);
           this.emit('reject', makeError('ERR_PROCWIRE_PEER_REJECTED',
             `peer uid ${peer && peer.uid} is not allowed`, undefined, { peer }));
           continue;
         }
       }
-      this._admit(new Channel(fd, {
-        ...channelOptions(this._options, this._address), transport: this._address.kind, peer,
-        hello: this._secret !== null ? 'server' : undefined,
+      this[kAdmit](new Channel(fd, {
+        ...channelOptions(this[kOptions], this[kAddress]), transport: this[kAddress].kind, peer,
+        hello: this[kSecret] !== null ? 'server' : undefined,
       }));
     }
   }
@@ -270,53 +288,55 @@ class Server extends ServerBase {
   // Out of descriptors (EMFILE/ENFILE): the addon sheds the pending
   // connections and backs off; here the failure is reported at most once a
   // second, with how many more were seen meanwhile.
-  _reportAcceptError(error) {
+  #reportAcceptError(error) {
     const now = Date.now();
-    if (now - this._lastAcceptError < ACCEPT_ERROR_INTERVAL) {
-      this._suppressedAcceptErrors++;
+    if (now - this.#lastAcceptError < ACCEPT_ERROR_INTERVAL) {
+      this.#suppressedAcceptErrors++;
       return;
     }
-    const suppressed = this._suppressedAcceptErrors;
-    this._lastAcceptError = now;
-    this._suppressedAcceptErrors = 0;
+    const suppressed = this.#suppressedAcceptErrors;
+    this.#lastAcceptError = now;
+    this.#suppressedAcceptErrors = 0;
     const err = systemError('ERR_PROCWIRE_SOCKET', error, 'accept',
       suppressed > 0 ? `(${suppressed} more in the last second)` : undefined);
-    this._report(err);
+    this[kReport](err);
   }
 
   // close() (ServerBase) stops accepting and removes the socket file.
-  _stop() {
-    if (this._listener) this._listener.close();
-    removeSocketServerFiles(this, Boolean(this._listener));
+  [kStop]() {
+    if (this[kListener]) this[kListener].close();
+    removeSocketServerFiles(this, Boolean(this[kListener]));
   }
+}
 
-  _refListener(on) {
-    if (this._listener) {
-      if (on) this._listener.ref(); else this._listener.unref();
-    }
+// What listen() does first for a unix/TCP server class (this one or the
+// fallback's): checks the arguments, resolves the address and makes the
+// server with its 'channel' listener.
+function newSocketServer(ServerClass, target, options, onChannel) {
+  ({ options, onChannel } = listenArguments(options, onChannel));
+  if (options.tls !== undefined) {
+    throw invalidArg('options.tls (an object of node:tls options) applies to TCP addresses only');
   }
+  const server = new ServerClass(resolveAddress(target), options);
+  if (onChannel !== undefined) server.on('channel', onChannel);
+  return server;
 }
 
 // listen(address[, options][, onChannel]) -> Server. Emits 'listening' once
 // bound (unix sockets and numeric TCP hosts are bound before listen returns),
 // 'channel' for each accepted peer, 'reject' for peers refused by uid.
 function listen(target, options, onChannel) {
-  ({ options, onChannel } = listenArguments(options, onChannel));
-  if (options.tls !== undefined) {
-    throw invalidArg('options.tls (an object of node:tls options) applies to TCP addresses only');
-  }
-  const address = resolveAddress(target);
-  const server = new Server(address, options);
-  if (onChannel !== undefined) server.on('channel', onChannel);
+  const server = newSocketServer(Server, target, options, onChannel);
+  const address = server[kAddress];
   const ready = () => process.nextTick(() => server.emit('listening'));
   if (address.kind === 'tcp' && !net.isIP(address.host)) {
     numericHost(address.host).then((host) => {
-      if (server._closed) return;
-      server._listenNow(host);
+      if (server[kClosed]) return;
+      server[kListen](host);
       ready();
     }).catch((err) => server.emit('error', makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
   } else {
-    server._listenNow(address.kind === 'tcp' ? address.host : undefined);
+    server[kListen](address.kind === 'tcp' ? address.host : undefined);
     ready();
   }
   return setReady(server);
@@ -387,5 +407,5 @@ module.exports = {
   secretFor, channelOptions, numericHost, authenticateClient, clientSettings, DEFAULT_HELLO_TIMEOUT,
   // Shared with the fallback backend: socket-file identity, the unix/TCP
   // server's state and address.
-  inodeOf, unlinkIfSame, initSocketServer, socketServerAddress, removeSocketServerFiles,
+  inodeOf, unlinkIfSame, SocketServerBase, removeSocketServerFiles, newSocketServer,
 };

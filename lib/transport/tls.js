@@ -16,6 +16,9 @@ const {
   Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings,
 } = require('./socket');
 const { listenArguments, setReady } = require('./server');
+const {
+  kAddress, kAdmit, kBoundPort, kClosed, kHelloTimeout, kHost, kListen, kListener, kOptions,
+} = require('./symbols');
 
 // The TLS socket through StreamHandle, with the loaded binding's codec and
 // framer (the addon's, or the fallback's): the same bytes on the wire.
@@ -30,50 +33,39 @@ function tlsHandle(socket, callbacks, options) {
 class TlsServer extends Server {
   // TCP with TLS: node:tls does the encryption, so the channel runs over the
   // TLS socket through StreamHandle (same Channel, same framing and codec).
-  _listenTls(host) {
+  [kListen](host) {
     return new Promise((resolve, reject) => {
       // A connection that never completes its TLS handshake is cut off
       // after helloTimeout (Node's own default is 120 s).
-      const handshakeTimeout = this._helloTimeout > 0 ? this._helloTimeout : undefined;
-      const srv = tls.createServer({ handshakeTimeout, ...this._options.tls }, (socket) => this._onTlsSocket(socket));
+      const handshakeTimeout = this[kHelloTimeout] > 0 ? this[kHelloTimeout] : undefined;
+      const srv = tls.createServer({ handshakeTimeout, ...this[kOptions].tls }, (socket) => this.#onTlsSocket(socket));
       srv.on('tlsClientError', (err, socket) => {
         if (socket) socket.destroy();
         this.emit('reject', makeError('ERR_PROCWIRE_AUTH_FAILED', `TLS handshake failed: ${err.message}`, err));
       });
       srv.once('error', reject);
-      srv.listen(this._address.port, host, this._options.backlog || 511, () => {
+      srv.listen(this[kAddress].port, host, this[kOptions].backlog || 511, () => {
         srv.off('error', reject);
         srv.on('error', (err) => { if (this.listenerCount('error') > 0) this.emit('error', err); });
-        this._tlsServer = srv;
-        this._boundPort = srv.address().port;
-        this._host = host;
+        this[kListener] = srv;
+        this[kBoundPort] = srv.address().port;
+        this[kHost] = host;
         resolve();
       });
     });
   }
 
-  _onTlsSocket(socket) {
-    if (this._closed) {
+  #onTlsSocket(socket) {
+    if (this[kClosed]) {
       socket.destroy();
       return;
     }
     socket.setNoDelay(true);
     const peer = { address: socket.remoteAddress, port: socket.remotePort, authorized: socket.authorized };
-    this._admit(new Channel(null, {
-      ...channelOptions(this._options, this._address), transport: 'tls', peer,
+    this[kAdmit](new Channel(null, {
+      ...channelOptions(this[kOptions], this[kAddress]), transport: 'tls', peer,
       createHandle: (callbacks, o) => tlsHandle(socket, callbacks, o),
     }));
-  }
-
-  _stop() {
-    super._stop();
-    if (this._tlsServer) this._tlsServer.close();
-  }
-
-  _refListener(on) {
-    if (this._tlsServer) {
-      if (on) this._tlsServer.ref(); else this._tlsServer.unref();
-    }
   }
 }
 
@@ -85,8 +77,8 @@ function listen(target, options, onChannel) {
   }
   const server = new TlsServer(address, options);
   if (onChannel !== undefined) server.on('channel', onChannel);
-  numericHost(address.host).then((host) => server._closed ? undefined : server._listenTls(host))
-    .then(() => { if (!server._closed) process.nextTick(() => server.emit('listening')); })
+  numericHost(address.host).then((host) => server[kClosed] ? undefined : server[kListen](host))
+    .then(() => { if (!server[kClosed]) process.nextTick(() => server.emit('listening')); })
     .catch((err) => server.emit('error', makeError('ERR_PROCWIRE_LISTEN_FAILED', err.message, err)));
   return setReady(server);
 }

@@ -12,7 +12,7 @@ const { invalidArg } = require('../../validate');
 const { NATS_ERROR_HEADER } = require('../../protocol');
 const { capabilities, END_REASONS } = require('../contract');
 const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
-const { serializeError, encodePayload, decodePayload } = require('./handle');
+const { serializeError, encodePayload, decodePayload, deliverReply } = require('./handle');
 const { replySubject } = require('./queue');
 
 const CAPABILITIES = capabilities({ requests: true });
@@ -258,21 +258,7 @@ class CallerHandle extends DurableHandleBase {
     this._open.delete(id);
     this._answered.add(id);
     if (this._answered.size > REMEMBERED_ANSWERS) this._answered.delete(this._answered.values().next().value);
-    if (h.get(NATS_ERROR_HEADER)) {
-      let error;
-      try { error = JSON.parse(Buffer.from(m.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
-      this._cb.onresponse(id, false, error);
-      return;
-    }
-    let value;
-    try {
-      value = this._decode(m.data);
-    } catch (err) {
-      this._counts.decodeErrors++;
-      this._cb.onrequestfailed(id, err);
-      return;
-    }
-    this._cb.onresponse(id, true, value);
+    deliverReply(this._cb, this._counts, this._codec, this._maxMessageSize, id, m.data, Boolean(h.get(NATS_ERROR_HEADER)));
   }
 }
 

@@ -26,6 +26,7 @@ const { makeError } = require('../../errors');
 const { validateObject, validateSize, validateSerialization } = require('../../validate');
 const { DEFAULT_MAX_MESSAGE_SIZE } = require('../../protocol');
 const { ServerBase } = require('../server');
+const { kAccept, kClosed, kStart, kStop } = require('../symbols');
 const { natsClient, natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { validateSubject, channelOptions } = require('./channel');
 const { startListening } = require('./server');
@@ -102,37 +103,44 @@ async function withLink(servers, options, settings, body) {
 // ---- the worker's end ----------------------------------------------------------
 
 class DurableServer extends ServerBase {
+  #servers;
+  #options;
+  #settings;
+  #serialization;
+  #hopts;
+  // The one channel this worker serves, once started.
+  #channel = null;
+
   constructor(servers, options) {
     super();
-    this._servers = servers;
-    this._options = options;
-    ({ settings: this._settings, serialization: this._serialization, hopts: this._hopts } = settingsFor(options));
+    this.#servers = servers;
+    this.#options = options;
+    ({ settings: this.#settings, serialization: this.#serialization, hopts: this.#hopts } = settingsFor(options));
     // Workers decode what callers sent: a fixed serialization, advanced unless given.
-    this._channel = null;
   }
 
   address() {
-    const s = this._settings;
-    return { servers: this._servers, subject: s.subject, queue: s.queue, stream: s.stream, durable: true };
+    const s = this.#settings;
+    return { servers: this.#servers, subject: s.subject, queue: s.queue, stream: s.stream, durable: true };
   }
 
-  async _start() {
-    await withLink(this._servers, this._options, this._settings, async (link) => {
-      const consumer = await workerConsumer(link, this._settings);
-      if (this._closed) return;
-      const handle = new WorkerHandle(link, this._settings, this._hopts);
-      const channel = makeChannel(handle, this._settings, this._serialization, this._options,
-        { subject: this._settings.subject, queue: this._settings.queue });
-      this._channel = channel;
-      this._accept(channel);
+  async [kStart]() {
+    await withLink(this.#servers, this.#options, this.#settings, async (link) => {
+      const consumer = await workerConsumer(link, this.#settings);
+      if (this[kClosed]) return;
+      const handle = new WorkerHandle(link, this.#settings, this.#hopts);
+      const channel = makeChannel(handle, this.#settings, this.#serialization, this.#options,
+        { subject: this.#settings.subject, queue: this.#settings.queue });
+      this.#channel = channel;
+      this[kAccept](channel);
       handle.start(consumer);
     });
   }
 
   // Closing a durable listener stops its worker: requests it holds go back
   // to the queue for the other workers.
-  _stop() {
-    if (this._channel) this._channel.close();
+  [kStop]() {
+    if (this.#channel) this.#channel.close();
   }
 }
 

@@ -13,8 +13,10 @@ const { HISTOGRAM_BUCKETS, countedStats, sizeBucket } = require('../../stats');
 const { natsError } = require('./connection');
 
 // Requests and replies ride on NATS's own request subjects (writeRequest /
-// writeResponse), not on procwire's request messages.
-const CAPABILITIES = capabilities({ requests: true });
+// writeResponse), not on procwire's request messages. Core NATS is
+// at-most-once: a request or its reply in flight when a server fails is
+// lost while the channel stays open, so requests take `retries`.
+const CAPABILITIES = capabilities({ requests: true, retries: true });
 // Control header (hello, bye, ping, pong) and error-reply header.
 const CTL = NATS_CONTROL_HEADER;
 const ERROR_HEADER = NATS_ERROR_HEADER;
@@ -44,6 +46,28 @@ function decodePayload(codec, data, maxMessageSize) {
       `message of ${data.length} bytes exceeds maxMessageSize (${maxMessageSize}); skipped`);
   }
   return codec.decode(data);
+}
+
+// A reply to request `id`, to the channel's callbacks `cb`: the responder's
+// error (JSON, marked by the error header), or the decoded value; a value
+// that does not decode fails the request and counts as a decode error. The
+// core and the durable handles both deliver replies so.
+function deliverReply(cb, counts, codec, maxMessageSize, id, data, isError) {
+  if (isError) {
+    let error;
+    try { error = JSON.parse(Buffer.from(data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
+    cb.onresponse(id, false, error);
+    return;
+  }
+  let value;
+  try {
+    value = decodePayload(codec, data, maxMessageSize);
+  } catch (err) {
+    counts.decodeErrors++;
+    if (cb !== null) cb.onrequestfailed(id, err);
+    return;
+  }
+  cb.onresponse(id, true, value);
 }
 
 class NatsHandle {
@@ -380,22 +404,9 @@ class NatsHandle {
       }
       return;
     }
-    if (h !== undefined && h.get(ERROR_HEADER)) {
-      let error;
-      try { error = JSON.parse(Buffer.from(msg.data).toString()); } catch { error = { name: 'Error', message: 'unreadable error reply' }; }
-      this._cb.onresponse(id, false, error);
-      return;
-    }
-    let body;
-    try {
-      body = this._decode(msg.data);
-    } catch (err) {
-      this._counts.decodeErrors++;
-      if (this._cb !== null) this._cb.onrequestfailed(id, err);
-      return;
-    }
-    this._cb.onresponse(id, true, body);
+    deliverReply(this._cb, this._counts, this._codec, this._maxMessageSize, id, msg.data,
+      h !== undefined && Boolean(h.get(ERROR_HEADER)));
   }
 }
 
-module.exports = { NatsHandle, serializeError, encodePayload, decodePayload, CTL, ERROR_HEADER };
+module.exports = { NatsHandle, serializeError, encodePayload, decodePayload, deliverReply, CTL, ERROR_HEADER };

@@ -34,13 +34,14 @@
 // published in order after it reconnects; what was already handed to the
 // failed connection may be lost.
 
+const { Channel } = require('../../channel');
 const { makeError } = require('../../errors');
 const { validateObject, validateSize, validateSerialization } = require('../../validate');
 const { DEFAULT_HELLO_TIMEOUT } = require('../../protocol');
 const { listenArguments } = require('../server');
 const { natsError, openLink, serversFor } = require('./connection');
 const { NatsHandle, CTL } = require('./handle');
-const { NatsChannel, channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX } = require('./channel');
+const { channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX } = require('./channel');
 const server = require('./server');
 const durable = require('./durable');
 
@@ -106,13 +107,13 @@ async function connect(target, options) {
     throw err;
   }
   handle.setPeer(peer);
-  const channel = new NatsChannel(null, channelOptions(options, serialization, handle, { subject: peer }));
+  const channel = new Channel(null, channelOptions(options, serialization, handle, { subject: peer }));
   channel.subject = own;
   handle.startHeartbeat();
   return channel;
 }
 
 module.exports = {
-  listen, connect, NatsChannel, NatsServer: server.NatsServer,
+  listen, connect, NatsServer: server.NatsServer,
   DurableChannel: durable.DurableChannel, DurableServer: durable.DurableServer,
 };

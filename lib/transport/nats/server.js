@@ -2,55 +2,65 @@
 // The listening end of core NATS channels: a queue subscription on the
 // listener's subject that answers each client's hello with a new channel.
 
+const { Channel } = require('../../channel');
 const { makeError } = require('../../errors');
 const { validateSerialization } = require('../../validate');
 const { ServerBase, listenArguments } = require('../server');
+const { kAccept, kClosed, kReport, kStart, kStop } = require('../symbols');
 const { natsError, openLink, serversFor, validateClientName } = require('./connection');
 const { NatsHandle, CTL } = require('./handle');
-const { NatsChannel, channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
+const { channelOptions, handleOptions, validateSubject, DEFAULT_PREFIX, DEFAULT_QUEUE } = require('./channel');
 
 // ---- listen -----------------------------------------------------------------------
 
 class NatsServer extends ServerBase {
+  #servers;
+  #options;
+  #subject;
+  #outbox;
+  #prefix;
+  // The shared NATS connection and the hello subscription, once started.
+  #link = null;
+  #sub = null;
+  #onStatus = null;
+
   constructor(servers, options) {
     super();
-    this._servers = servers;
-    this._options = options;
-    this._subject = validateSubject(options.subject, 'options.subject');
+    this.#servers = servers;
+    this.#options = options;
+    this.#subject = validateSubject(options.subject, 'options.subject');
     validateClientName(options.natsClient);
-    this._outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
-    this._prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
+    this.#outbox = options.queue === undefined ? DEFAULT_QUEUE : validateSubject(options.queue, 'options.queue');
+    this.#prefix = options.prefix === undefined ? DEFAULT_PREFIX : validateSubject(options.prefix, 'options.prefix');
     if (options.serialization !== undefined) validateSerialization(options.serialization);
     handleOptions(options, 'advanced');  // validates early
-    this._link = null;
-    this._sub = null;
   }
 
   address() {
-    return { servers: this._servers, subject: this._subject, queue: this._outbox };
+    return { servers: this.#servers, subject: this.#subject, queue: this.#outbox };
   }
 
   get connection() {
-    return this._link ? this._link.nc : null;
+    return this.#link ? this.#link.nc : null;
   }
 
-  async _start() {
-    const link = await openLink(this._servers, this._options);
-    if (this._closed) {
+  async [kStart]() {
+    const link = await openLink(this.#servers, this.#options);
+    if (this[kClosed]) {
       link.acquire();
       link.release();
       return;
     }
-    this._link = link;
+    this.#link = link;
     link.acquire();
-    this._onStatus = (s) => this.emit('status', s);
-    link.listeners.add(this._onStatus);
-    this._sub = link.nc.subscribe(this._subject, { queue: this._outbox, callback: (err, msg) => this._onHello(err, msg) });
+    this.#onStatus = (s) => this.emit('status', s);
+    link.listeners.add(this.#onStatus);
+    this.#sub = link.nc.subscribe(this.#subject, { queue: this.#outbox, callback: (err, msg) => this.#onHello(err, msg) });
     // The subscription is registered once the server answers this PING.
     await link.nc.flush();
   }
 
-  _refuse(msg, message) {
+  #refuse(msg, message) {
     if (!msg.reply) return;
     try {
       msg.respond(Buffer.from(JSON.stringify({ error: { message, code: 'ERR_PROCWIRE_CONNECT_FAILED' } })));
@@ -58,15 +68,15 @@ class NatsServer extends ServerBase {
     this.emit('reject', makeError('ERR_PROCWIRE_CONNECT_FAILED', message));
   }
 
-  _onHello(err, msg) {
+  #onHello(err, msg) {
     if (err) {
-      this._report(natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
+      this[kReport](natsError('ERR_PROCWIRE_NATS', 'NATS subscription failed', err));
       return;
     }
-    if (this._closed) return;
+    if (this[kClosed]) return;
     const h = msg.headers;
     if (h === undefined || h.get(CTL) !== 'hello' || !msg.reply) {
-      this._refuse(msg, `not a procwire hello on ${this._subject}`);
+      this.#refuse(msg, `not a procwire hello on ${this.#subject}`);
       return;
     }
     let hello;
@@ -75,19 +85,19 @@ class NatsServer extends ServerBase {
       validateSubject(hello.subject, 'hello.subject');
       hello.serialization = validateSerialization(hello.serialization);
     } catch (e) {
-      this._refuse(msg, `bad procwire hello: ${e.message}`);
+      this.#refuse(msg, `bad procwire hello: ${e.message}`);
       return;
     }
-    if (this._options.serialization !== undefined && hello.serialization !== this._options.serialization) {
-      this._refuse(msg, `this listener speaks ${this._options.serialization}, the client asked for ${hello.serialization}`);
+    if (this.#options.serialization !== undefined && hello.serialization !== this.#options.serialization) {
+      this.#refuse(msg, `this listener speaks ${this.#options.serialization}, the client asked for ${hello.serialization}`);
       return;
     }
-    const subject = `${this._prefix}.${this._link.client.nextId()}`;
-    const handle = new NatsHandle(this._link, subject, hello.subject, handleOptions(this._options, hello.serialization));
-    const channel = new NatsChannel(null, channelOptions(this._options, hello.serialization, handle,
+    const subject = `${this.#prefix}.${this.#link.client.nextId()}`;
+    const handle = new NatsHandle(this.#link, subject, hello.subject, handleOptions(this.#options, hello.serialization));
+    const channel = new Channel(null, channelOptions(this.#options, hello.serialization, handle,
       { subject: hello.subject, name: typeof hello.name === 'string' ? hello.name : undefined }));
     channel.subject = subject;
-    this._accept(channel);
+    this[kAccept](channel);
     try {
       msg.respond(Buffer.from(JSON.stringify({ v: 1, subject })));
     } catch (e) {
@@ -99,13 +109,13 @@ class NatsServer extends ServerBase {
 
   // close() (ServerBase) stops taking new channels; open channels stay open
   // (the connection closes with the last of them).
-  _stop() {
-    if (this._sub) {
-      try { this._sub.unsubscribe(); } catch { /* closed */ }
+  [kStop]() {
+    if (this.#sub) {
+      try { this.#sub.unsubscribe(); } catch { /* closed */ }
     }
-    if (this._link) {
-      this._link.listeners.delete(this._onStatus);
-      this._link.release();
+    if (this.#link) {
+      this.#link.listeners.delete(this.#onStatus);
+      this.#link.release();
     }
   }
 }
@@ -115,8 +125,8 @@ class NatsServer extends ServerBase {
 // rejects `ready` with rejection(err).
 function startListening(server, what, rejection) {
   server.ready = new Promise((resolve, reject) => {
-    server._start().then(() => {
-      if (!server._closed) server.emit('listening');
+    server[kStart]().then(() => {
+      if (!server[kClosed]) server.emit('listening');
       resolve(server);
     }, (err) => {
       const e = err && err.code && String(err.code).startsWith('ERR_PROCWIRE')
