@@ -11,7 +11,9 @@ namespace procwire {
 // the peer's is attached, in answer to it.
 void RingSide::AllowRings(const FunctionCallbackInfo<Value>& args) {
   delegate_.inbound().AcceptRings();
-  answer_ = args.Length() > 0 && args[0]->IsTrue() ? Answer::kOnAttach : Answer::kNo;
+  // A set-up already queued in answer still gets its flush.
+  if (answer_ != Answer::kQueued)
+    answer_ = args.Length() > 0 && args[0]->IsTrue() ? Answer::kOnAttach : Answer::kNo;
 }
 
 // enableRings() -> total bytes ever queued: the peer announced `rings`;
