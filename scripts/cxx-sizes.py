@@ -35,6 +35,19 @@ def strip(src):
     return ''.join(out)
 
 kw={'if','for','while','switch','catch','return','sizeof','defined'}
+
+def drop_template_heads(head):
+    # "template <..., void (T::*m)(...)>" holds parentheses of its own: the
+    # signature is what follows the matching '>'.
+    while True:
+        m=re.search(r'\btemplate\s*<',head)
+        if not m: return head
+        depth=0; i=m.end()-1
+        while i<len(head):
+            depth+= {'<':1,'>':-1}.get(head[i],0)
+            if depth==0: break
+            i+=1
+        head=head[:m.start()]+head[i+1:]
 class_lines=defaultdict(int)
 class_files=defaultdict(set)
 over=[]
@@ -46,7 +59,7 @@ for path in sys.argv[1:]:
         if m.group()=='{':
             start=m.start()
             k=max(s.rfind(';',0,start),s.rfind('{',0,start),s.rfind('}',0,start))
-            head=s[k+1:start]
+            head=drop_template_heads(s[k+1:start])
             mm=re.search(r'([~\w:]+)\s*\(',head)
             isfn = mm is not None and mm.group(1).split('::')[-1] not in kw and not re.search(r'\]\s*\(',head) and ')' in head and '=' not in head.split('(')[0]
             cm=re.search(r'\b(?:class|struct)\s+(\w+)[^(){};]*$',head)
