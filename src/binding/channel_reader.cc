@@ -48,7 +48,7 @@ void ChannelReader::ReadAll(Local<Context> context) {
   // Ring records that were waiting for the socket bytes just read (unless
   // JavaScript paused the channel while handed a read's messages: resuming
   // looks at the ring again).
-  if (delegate_.reading() && rings.has_inbound()) {
+  if (reading() && rings.has_inbound()) {
     v8::TryCatch try_catch(isolate);
     rings.Drain(context, &lists, &try_catch);
   }
@@ -113,7 +113,7 @@ bool ChannelReader::ReadSocket(Local<Context> context, BatchLists* lists, ReadEn
       if (delegate_.closing()) return false;
       // JavaScript paused or ended the channel: the rest of the socket
       // waits.
-      if (!delegate_.reading() || delegate_.ended()) break;
+      if (!reading() || delegate_.ended()) break;
     }
     const size_t read_size = read_policy::ReadSize(last_socket_frame_size_, kReadBufferSize);
     FrameReader::Tail tail = framer.WritableTail();
@@ -269,12 +269,12 @@ void ChannelReader::OnPollError(Local<Context> context) {
   // Paused with data left: it is read on resume, before the end, which
   // reports this error then (see deferred_error_); ending now would drop
   // what the peer sent before it failed.
-  if (!delegate_.reading() && !delegate_.ended() && !NothingLeftToRead()) {
+  if (!reading() && !delegate_.ended() && !NothingLeftToRead()) {
     if (so_error != 0) deferred_error_ = -so_error;
-    peer_hung_up_ = true;
+    flow_ = Flow::kPausedPeerGone;
     return;
   }
-  if (delegate_.reading()) OnReadable(context);
+  if (reading()) OnReadable(context);
   if (delegate_.closing()) return;
   if ((so_error == 0 || so_error == -ECONNRESET) && delegate_.framer().buffered() > 0) {
     EndTruncated(context);
@@ -299,7 +299,7 @@ void ChannelReader::OnHangUpWhilePaused() {
     delegate_.End(EndReason::kEndOfStream, Local<Value>());
     return;
   }
-  peer_hung_up_ = true;
+  flow_ = Flow::kPausedPeerGone;
   delegate_.UpdatePoll();
 }
 

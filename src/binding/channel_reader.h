@@ -31,7 +31,6 @@ class ChannelReader {
     int fd() const;
     bool closing() const;
     bool ended() const;
-    bool reading() const;
     FrameReader& framer() const;
     Inbound& inbound() const;
     Counters& counters() const;
@@ -57,8 +56,13 @@ class ChannelReader {
   void OnPollError(Local<Context> context);
   // The peer hung up while reads are paused.
   void OnHangUpWhilePaused();
+  // JavaScript's readStart and readStop, and the channel's end (which
+  // pauses for good).
+  bool reading() const { return flow_ == Flow::kReading; }
+  void Resume(bool ended) { flow_ = ended ? Paused() : Flow::kReading; }
+  void Pause() { flow_ = Paused(); }
   // The peer hung up while paused, and the rest is read on resume.
-  bool peer_hung_up() const { return peer_hung_up_; }
+  bool peer_hung_up() const { return flow_ == Flow::kPausedPeerGone; }
   // Bytes of whole socket frames framed so far: the reader's side of the
   // ring records' socket marks.
   uint64_t socket_framed() const { return socket_framed_; }
@@ -85,8 +89,12 @@ class ChannelReader {
   // The size of the last frame read from the socket: whether the peer sends
   // large frames (see kLargeFrameSize and kLargeFrameLimit).
   size_t last_socket_frame_size_ = 0;
-  // The peer hung up while reads were paused (see OnHangUpWhilePaused).
-  bool peer_hung_up_ = false;
+  // Whether reads flow: reading (from the start), paused by JavaScript or
+  // by the end, or paused after the peer hung up (OnHangUpWhilePaused), so
+  // the hang-up is no longer watched and the rest is read on resume.
+  enum class Flow : uint8_t { kReading, kPaused, kPausedPeerGone };
+  Flow Paused() const { return flow_ == Flow::kPausedPeerGone ? flow_ : Flow::kPaused; }
+  Flow flow_ = Flow::kReading;
   // A socket error (positive errno) seen while paused with data left: the
   // end of the stream, read on resume, reports it.
   int deferred_error_ = 0;

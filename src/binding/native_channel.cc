@@ -107,16 +107,16 @@ void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
 void NativeChannel::ReadStart(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   CHECK_NOT_NULL(self);
-  self->reading_ = !self->ended();
+  self->reader_.Resume(self->ended());
   self->UpdatePoll();
   // Ring records that arrived while paused were not read: look again.
-  if (self->reading_) self->rings_.LookAgain();
+  if (self->reader_.reading()) self->rings_.LookAgain();
 }
 
 void NativeChannel::ReadStop(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   CHECK_NOT_NULL(self);
-  self->reading_ = false;
+  self->reader_.Pause();
   self->UpdatePoll();
 }
 
@@ -183,11 +183,11 @@ void NativeChannel::UpdatePoll() {
   if (connecting()) {
     events = UV_WRITABLE;
   } else {
-    if (reading_) events |= UV_READABLE | UV_DISCONNECT;
+    if (reader_.reading()) events |= UV_READABLE | UV_DISCONNECT;
     // Paused by the user (not ended): the poll stays active watching for
     // the peer's hang-up only, so a paused channel keeps the process
     // alive exactly as a reading one does (the ref policy decides).
-    if (!reading_ && !ended() && !reader_.peer_hung_up()) events |= UV_DISCONNECT;
+    if (!reader_.reading() && !ended() && !reader_.peer_hung_up()) events |= UV_DISCONNECT;
     if (writer_.want_write()) events |= UV_WRITABLE;
   }
   if (events == poll_events_) return;
@@ -222,9 +222,9 @@ void NativeChannel::OnPoll(uv_poll_t* handle, int status, int events) {
     return;
   }
   if ((events & UV_WRITABLE) && !self->writer_.OnWritable(context)) return;
-  if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) {
+  if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reader_.reading()) {
     self->reader_.OnReadable(context);
-  } else if ((events & UV_DISCONNECT) && !self->reading_) {
+  } else if ((events & UV_DISCONNECT) && !self->reader_.reading()) {
     self->reader_.OnHangUpWhilePaused();
   }
 }
@@ -257,7 +257,7 @@ void NativeChannel::FinishConnect() {
 void NativeChannel::End(EndReason reason, Local<Value> err, int sys_error) {
   if (ended()) return;
   phase_ = Phase::kEnded;
-  reading_ = false;
+  reader_.Pause();
   writer_.StopWriting();
   UpdatePoll();
   Isolate* isolate = data_->isolate;

@@ -101,8 +101,6 @@ class NativeChannel final : public HandleWrap {
   uv_poll_t poll_;
   int poll_events_ = 0;
   Phase phase_;
-  // JavaScript's readStart/readStop (false once ended).
-  bool reading_ = true;
   // Framing of the socket's bytes.
   FrameReader framer_;
   // The limit the channel was made with: a lower one set later is a
@@ -148,7 +146,7 @@ inline AddonData* ChannelWriter::Delegate::data() const { return channel_->data_
 inline int ChannelWriter::Delegate::fd() const { return channel_->fd_; }
 inline bool ChannelWriter::Delegate::connecting() const { return channel_->connecting(); }
 inline bool ChannelWriter::Delegate::closing() const { return channel_->closing_; }
-inline bool ChannelWriter::Delegate::reading() const { return channel_->reading_; }
+inline bool ChannelWriter::Delegate::reading() const { return channel_->reader_.reading(); }
 inline const FrameReader& ChannelWriter::Delegate::framer() const { return channel_->framer_; }
 inline Counters& ChannelWriter::Delegate::counters() const { return channel_->counters_; }
 inline RingSide& ChannelWriter::Delegate::rings() const { return channel_->rings_; }
@@ -169,7 +167,6 @@ inline AddonData* ChannelReader::Delegate::data() const { return channel_->data_
 inline int ChannelReader::Delegate::fd() const { return channel_->fd_; }
 inline bool ChannelReader::Delegate::closing() const { return channel_->closing_; }
 inline bool ChannelReader::Delegate::ended() const { return channel_->ended(); }
-inline bool ChannelReader::Delegate::reading() const { return channel_->reading_; }
 inline FrameReader& ChannelReader::Delegate::framer() const { return channel_->framer_; }
 inline Inbound& ChannelReader::Delegate::inbound() const { return channel_->inbound_; }
 inline Counters& ChannelReader::Delegate::counters() const { return channel_->counters_; }
@@ -199,7 +196,7 @@ inline Local<Context> RingSide::Delegate::context() const {
 inline void RingSide::Delegate::Attach(uv_handle_t* handle) { channel_->AttachUvHandle(handle); }
 inline bool RingSide::Delegate::closing() const { return channel_->closing_; }
 inline bool RingSide::Delegate::ended() const { return channel_->ended(); }
-inline bool RingSide::Delegate::reading() const { return channel_->reading_; }
+inline bool RingSide::Delegate::reading() const { return channel_->reader_.reading(); }
 inline WireFormat RingSide::Delegate::format() const { return channel_->framer_.format(); }
 inline Counters& RingSide::Delegate::counters() const { return channel_->counters_; }
 inline Inbound& RingSide::Delegate::inbound() const { return channel_->inbound_; }
@@ -228,7 +225,7 @@ inline uv_loop_t* SocketSpin::Delegate::loop() const { return channel_->data_->l
 inline bool SocketSpin::Delegate::only_channel() const { return channel_->data_->open_channels == 1; }
 inline void SocketSpin::Delegate::Attach(uv_handle_t* handle) { channel_->AttachUvHandle(handle); }
 inline bool SocketSpin::Delegate::reading() const {
-  return !channel_->closing_ && !channel_->ended() && channel_->reading_;
+  return !channel_->closing_ && !channel_->ended() && channel_->reader_.reading();
 }
 
 }  // namespace procwire
