@@ -53,7 +53,7 @@ struct AddonData {
   // listed from its ring's set-up until it closes.
   std::vector<const LoopRingReader*> ring_readers;
   // Open channels on this thread (from creation to close): a channel's
-  // socket spin runs only while it is the only one (see StartSocketSpin).
+  // socket spin runs only while it is the only one (see SocketSpin::Start).
   int open_channels = 0;
   // Handles whose uv_close has started but whose close callback has not run.
   // The environment's teardown cannot free this object until they finish,

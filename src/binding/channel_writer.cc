@@ -1,91 +1,85 @@
-// NativeChannel's outbound path: every frame goes to our ring or to the
-// socket's write queue here, in byte order (see docs/internals.md).
+// ChannelWriter: the outbound path; every frame goes to our ring or to the
+// socket's write queue here, in byte order (see channel_writer.h).
 #include "native_channel_impl.h"
 
 namespace procwire {
 
 // write(value[, transfer: ArrayBuffer[]]) -> total bytes ever queued (monotonic)
-void NativeChannel::Write(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
+void ChannelWriter::Write(const FunctionCallbackInfo<Value>& args) {
   Local<Context> context = args.GetIsolate()->GetCurrentContext();
   EncodedFrame frame;
-  if (!self->ool_send_ && !args[1]->IsArray()) {
+  AddonData* data = delegate_.data();
+  const WireFormat format = delegate_.framer().format();
+  if (!delegate_.segments().sending() && !args[1]->IsArray()) {
     // The common case: everything inline, nothing to transfer.
-    if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame)) return;
-    if (!self->CheckSize(context, frame, 0)) return;
-    self->Enqueue(frame);
-    args.GetReturnValue().Set(self->TotalPushed());
+    if (!EncodeFrame(data, context, format, args[0], &frame)) return;
+    if (!CheckSize(context, frame, 0)) return;
+    Enqueue(frame);
+    args.GetReturnValue().Set(TotalPushed());
     return;
   }
   OutOfLine ool;
-  ool.enabled = self->ool_send_;
-  ool.threshold = self->ool_threshold_;
-  ool.pool = self->send_pool_.get();
-  ool.strict_transfer = !self->trusting_peer_;
+  delegate_.segments().PrepareOutOfLine(&ool);
   if (args[1]->IsArray()) {
     Local<Array> list = args[1].As<Array>();
     for (uint32_t i = 0; i < list->Length(); i++) {
       Local<Value> item;
       if (!list->Get(context, i).ToLocal(&item)) return;
       if (!item->IsArrayBuffer()) {
-        ThrowCodedError(self->data_, context, "ERR_PROCWIRE_INVALID_ARG",
+        ThrowCodedError(data, context, "ERR_PROCWIRE_INVALID_ARG",
                         "the transfer list holds only ArrayBuffers");
         return;
       }
       if (item.As<ArrayBuffer>()->WasDetached()) {
-        ThrowCodedError(self->data_, context, "ERR_PROCWIRE_TRANSFER",
+        ThrowCodedError(data, context, "ERR_PROCWIRE_TRANSFER",
                         "a buffer in the transfer list is already detached");
         return;
       }
       ool.transfer.push_back(item.As<ArrayBuffer>());
     }
   }
-  if (!EncodeFrame(self->data_, context, self->reader_.format(), args[0], &frame, &ool)) return;
-  if (!self->CheckSize(context, frame, ool.segment_bytes)) {
+  if (!EncodeFrame(data, context, format, args[0], &frame, &ool)) return;
+  if (!CheckSize(context, frame, ool.segment_bytes)) {
     AbandonSegments(&ool);
     return;
   }
-  if (!ool.refs.empty()) {
-    // The control frame goes first and carries the descriptors, so they
-    // reach the peer no later than the frame that refers to them.
-    const size_t segment_count = ool.refs.size();
-    uint8_t* control;
-    size_t control_size;
-    if (ool.any_pooled) {
-      // [0xFC][n] + n × [kind][u32 id][u32 length] (docs/protocol.md).
-      const size_t payload = SegmentAnnouncementSize(segment_count);
-      control_size = kAdvancedHeaderSize + payload;
-      control = static_cast<uint8_t*>(std::malloc(control_size));
-      CHECK_NOT_NULL(control);
-      WriteU32BigEndian(control, static_cast<uint32_t>(payload));
-      EncodeSegmentAnnouncement(ool.refs.data(), segment_count, control + kAdvancedHeaderSize);
-    } else {
-      control_size = kAdvancedHeaderSize + 2;
-      control = static_cast<uint8_t*>(std::malloc(control_size));
-      CHECK_NOT_NULL(control);
-      WriteU32BigEndian(control, 2);
-      control[4] = kSegmentsControlByte;
-      control[5] = static_cast<uint8_t>(segment_count);
-    }
-    self->queue_.Push(OutChunk{control, control_size, FreeBlock, nullptr, std::move(ool.fds)});
-    self->counters_.ool_messages_out++;
-    self->counters_.ool_bytes_out += static_cast<double>(ool.segment_bytes);
-    if (self->shared_ != nullptr) {
-      self->shared_[0] += static_cast<double>(ool.segment_bytes);
-      self->shared_[1] += static_cast<double>(segment_count);
-    }
+  if (!ool.refs.empty()) QueueSegmentsControl(&ool);
+  Enqueue(frame);
+  args.GetReturnValue().Set(TotalPushed());
+}
+
+// The control frame that announces a message's segments goes first and
+// carries their descriptors, so they reach the peer no later than the
+// frame that refers to them.
+void ChannelWriter::QueueSegmentsControl(OutOfLine* ool_ptr) {
+  OutOfLine& ool = *ool_ptr;
+  const size_t segment_count = ool.refs.size();
+  uint8_t* control;
+  size_t control_size;
+  if (ool.any_pooled) {
+    // [0xFC][n] + n × [kind][u32 id][u32 length] (docs/protocol.md).
+    const size_t payload = SegmentAnnouncementSize(segment_count);
+    control_size = kAdvancedHeaderSize + payload;
+    control = static_cast<uint8_t*>(std::malloc(control_size));
+    CHECK_NOT_NULL(control);
+    WriteU32BigEndian(control, static_cast<uint32_t>(payload));
+    EncodeSegmentAnnouncement(ool.refs.data(), segment_count, control + kAdvancedHeaderSize);
+  } else {
+    control_size = kAdvancedHeaderSize + 2;
+    control = static_cast<uint8_t*>(std::malloc(control_size));
+    CHECK_NOT_NULL(control);
+    WriteU32BigEndian(control, 2);
+    control[4] = kSegmentsControlByte;
+    control[5] = static_cast<uint8_t>(segment_count);
   }
-  self->Enqueue(frame);
-  args.GetReturnValue().Set(self->TotalPushed());
+  queue_.Push(OutChunk{control, control_size, FreeBlock, nullptr, std::move(ool.fds)});
+  delegate_.segments().CountSent(ool.segment_bytes, segment_count);
 }
 
 // writeBuffer(view[, fds]): queues bytes that are already whole frames,
 // with copies (dup) of the given descriptors riding on their first byte.
 // Tests of hostile input use it to send what a broken peer would.
-void NativeChannel::WriteBuffer(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
+void ChannelWriter::WriteBuffer(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsArrayBufferView());
   Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
   EncodedFrame frame;
@@ -101,14 +95,14 @@ void NativeChannel::WriteBuffer(const FunctionCallbackInfo<Value>& args) {
       if (copy >= 0) fds.push_back(copy);
     }
   }
-  self->queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, std::move(fds)});
-  args.GetReturnValue().Set(self->TotalPushed());
+  queue_.Push(OutChunk{frame.data, frame.size, FreeBlock, nullptr, std::move(fds)});
+  args.GetReturnValue().Set(TotalPushed());
 }
 
 // malloc(size), or null after throwing ERR_PROCWIRE_OUT_OF_MEMORY: a
 // frame that cannot be allocated queues nothing, and sending one huge
 // message must not abort the process.
-uint8_t* NativeChannel::AllocateFrame(const FunctionCallbackInfo<Value>& args, size_t size) {
+uint8_t* ChannelWriter::AllocateFrame(const FunctionCallbackInfo<Value>& args, size_t size) {
   uint8_t* data = static_cast<uint8_t*>(std::malloc(size ? size : 1));
   if (data != nullptr) return data;
   Isolate* isolate = args.GetIsolate();
@@ -122,7 +116,7 @@ uint8_t* NativeChannel::AllocateFrame(const FunctionCallbackInfo<Value>& args, s
 
 // Copies the first `size` bytes of `view` into a frame of its own (the
 // caller's memory is reused for the next message).
-bool NativeChannel::CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view,
+bool ChannelWriter::CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view,
                               size_t size, EncodedFrame* frame) {
   uint8_t* data = AllocateFrame(args, size);
   if (data == nullptr) return false;
@@ -138,65 +132,57 @@ bool NativeChannel::CopyFrame(const FunctionCallbackInfo<Value>& args, Local<v8:
 // held to maxMessageSize and put in the ring or queued, as write() does
 // with what ValueSerializer writes, and counted the same way; the view's
 // memory is free again on return.
-void NativeChannel::WriteFrame(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
+void ChannelWriter::WriteFrame(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsArrayBufferView());
   CHECK(args[1]->IsUint32());
   Local<v8::ArrayBufferView> view = args[0].As<v8::ArrayBufferView>();
   const size_t size = args[1].As<v8::Uint32>()->Value();
   CHECK(size <= view->ByteLength());
   EncodedFrame sized{nullptr, size};
-  if (!self->CheckSize(args.GetIsolate()->GetCurrentContext(), sized, 0)) return;
+  if (!CheckSize(args.GetIsolate()->GetCurrentContext(), sized, 0)) return;
   // Straight from the view into the ring when it takes the frame: no
   // block of its own to allocate, copy and free.
-  if (self->WriteToRing(static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset(), size)) {
-    args.GetReturnValue().Set(self->TotalPushed());
+  if (WriteToRing(static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset(), size)) {
+    args.GetReturnValue().Set(TotalPushed());
     return;
   }
-  if (self->ShouldWriteNow(size)) {
-    if (!self->WriteFrameNow(args, view, size)) return;
+  if (ShouldWriteNow(size)) {
+    if (!WriteFrameNow(args, view, size)) return;
   } else {
     EncodedFrame frame;
     if (!CopyFrame(args, view, size, &frame)) return;
-    self->Enqueue(frame);
+    Enqueue(frame);
   }
-  args.GetReturnValue().Set(self->TotalPushed());
+  args.GetReturnValue().Set(TotalPushed());
 }
 
 // flush() -> total bytes written so far, or -errno when the socket failed.
-void NativeChannel::Flush(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
-  const int err = self->DoFlush();
+void ChannelWriter::Flush(const FunctionCallbackInfo<Value>& args) {
+  const int err = DoFlush();
   if (err != 0) {
     args.GetReturnValue().Set(ErrnoName(args.GetIsolate(), err));
     return;
   }
-  args.GetReturnValue().Set(self->TotalWritten());
+  args.GetReturnValue().Set(TotalWritten());
 }
 
 // written() -> total bytes written so far (to the socket or into the
 // ring), without writing anything: what a closing channel's callbacks
 // are settled against.
-void NativeChannel::Written(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
-  args.GetReturnValue().Set(self->TotalWritten());
+void ChannelWriter::Written(const FunctionCallbackInfo<Value>& args) {
+  args.GetReturnValue().Set(TotalWritten());
 }
 
 // stageFrames(bytes): the JavaScript encoder may write the messages of a
 // tick after its first back to back into `bytes` (a Buffer the channel
 // owns for its whole life) and hand them over with writeStaged, one call
 // per batch instead of one writeFrame per message.
-void NativeChannel::StageFrames(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
+void ChannelWriter::StageFrames(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsUint8Array());
   Local<v8::Uint8Array> bytes = args[0].As<v8::Uint8Array>();
-  self->stage_ref_.Reset(args.GetIsolate(), bytes);
-  self->stage_ = static_cast<uint8_t*>(bytes->Buffer()->Data()) + bytes->ByteOffset();
-  self->stage_capacity_ = bytes->ByteLength();
+  stage_ref_.Reset(args.GetIsolate(), bytes);
+  stage_ = static_cast<uint8_t*>(bytes->Buffer()->Data()) + bytes->ByteOffset();
+  stage_capacity_ = bytes->ByteLength();
 }
 
 // writeStaged(length) -> total bytes ever queued: bytes [0, length) of
@@ -207,14 +193,12 @@ void NativeChannel::StageFrames(const FunctionCallbackInfo<Value>& args) {
 // free again on return. If that block cannot be allocated, frames before
 // it may already be in the ring, so this throws
 // ERR_PROCWIRE_OUT_OF_MEMORY and the caller closes the channel.
-void NativeChannel::WriteStaged(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
+void ChannelWriter::WriteStaged(const FunctionCallbackInfo<Value>& args) {
   CHECK(args[0]->IsUint32());
   const size_t length = args[0].As<v8::Uint32>()->Value();
-  CHECK_NOT_NULL(self->stage_);
-  CHECK_LE(length, self->stage_capacity_);
-  const uint8_t* stage = self->stage_;
+  CHECK_NOT_NULL(stage_);
+  CHECK_LE(length, stage_capacity_);
+  const uint8_t* stage = stage_;
   size_t at = 0;
   size_t to_socket = length;
   while (at < length) {
@@ -222,31 +206,32 @@ void NativeChannel::WriteStaged(const FunctionCallbackInfo<Value>& args) {
     const size_t size = kAdvancedHeaderSize + ReadU32BigEndian(stage + at);
     CHECK_LE(size, length - at);
     if (to_socket == length) {
-      if (self->WriteToRing(stage + at, size)) {
+      if (WriteToRing(stage + at, size)) {
         at += size;
         continue;
       }
       to_socket = at;
     }
-    self->CountSocketFrame(size);
+    CountSocketFrame(size);
     at += size;
   }
   if (to_socket < length) {
     uint8_t* block = AllocateFrame(args, length - to_socket);
     if (block == nullptr) return;
     std::memcpy(block, stage + to_socket, length - to_socket);
-    self->queue_.Push(OutChunk{block, length - to_socket, FreeBlock, nullptr, {}});
+    queue_.Push(OutChunk{block, length - to_socket, FreeBlock, nullptr, {}});
   }
-  args.GetReturnValue().Set(self->TotalPushed());
+  args.GetReturnValue().Set(TotalPushed());
 }
 
 // The sender's side of maxMessageSize: a message whose payload (inline
 // bytes plus its segments) is over the limit is refused before a byte is
 // queued, so the peer never sees a frame it would have to reject.
-bool NativeChannel::CheckSize(Local<Context> context, EncodedFrame& frame, size_t segment_bytes) {
-  const size_t header = reader_.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1;
+bool ChannelWriter::CheckSize(Local<Context> context, EncodedFrame& frame, size_t segment_bytes) {
+  const FrameReader& framer = delegate_.framer();
+  const size_t header = framer.format() == WireFormat::kAdvanced ? kAdvancedHeaderSize : 1;
   const size_t payload = frame.size >= header ? frame.size - header : 0;
-  const size_t max = reader_.max_payload_size();
+  const size_t max = framer.max_payload_size();
   if (payload <= max && segment_bytes <= max - payload) return true;
   std::free(frame.data);
   frame.data = nullptr;
@@ -254,7 +239,7 @@ bool NativeChannel::CheckSize(Local<Context> context, EncodedFrame& frame, size_
   std::snprintf(
       message, sizeof(message), "message of %llu bytes exceeds maxMessageSize (%llu bytes); nothing was sent",
       static_cast<unsigned long long>(payload + segment_bytes), static_cast<unsigned long long>(max));
-  ThrowCodedError(data_, context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message);
+  ThrowCodedError(delegate_.data(), context, "ERR_PROCWIRE_MESSAGE_TOO_LARGE", message);
   return false;
 }
 
@@ -263,30 +248,33 @@ bool NativeChannel::CheckSize(Local<Context> context, EncodedFrame& frame, size_
 // "written" in byte order, which keeps the monotonic byte counts (and
 // send callbacks) true. The record's mark is the socket bytes queued so
 // far, which orders it against them. The caller keeps `data`.
-bool NativeChannel::WriteToRing(const uint8_t* data, size_t size) {
-  if (!ring_out_ready_ || !queue_.empty() || connecting()) return false;
-  if (!rings_->Write(queue_.total_pushed(), data, size)) {
-    if (rings_->outbound_failed()) OutboundRingFailed();
+bool ChannelWriter::WriteToRing(const uint8_t* data, size_t size) {
+  RingSide& rings = delegate_.rings();
+  if (!rings.out_ready() || !queue_.empty() || delegate_.connecting()) return false;
+  if (!rings.link().Write(queue_.total_pushed(), data, size)) {
+    if (rings.link().outbound_failed()) rings.OutboundFailed();
     return false;
   }
   ring_user_bytes_ += static_cast<double>(size);
-  counters_.messages_out++;
-  counters_.histogram_out[SizeBucket(size)]++;
+  Counters& counters = delegate_.counters();
+  counters.messages_out++;
+  counters.histogram_out[SizeBucket(size)]++;
   return true;
 }
 
 // Counts a frame bound for the socket. The first large one widens the
 // socket's send buffer (see kWidenSendBufferFrame).
-void NativeChannel::CountSocketFrame(size_t size) {
-  counters_.messages_out++;
-  counters_.histogram_out[SizeBucket(size)]++;
+void ChannelWriter::CountSocketFrame(size_t size) {
+  Counters& counters = delegate_.counters();
+  counters.messages_out++;
+  counters.histogram_out[SizeBucket(size)]++;
   if (write_policy::WidensSendBuffer(size, send_buffer_widened_)) {
     send_buffer_widened_ = true;
-    WidenUnixSendBuffer(fd_);
+    WidenUnixSendBuffer(delegate_.fd());
   }
 }
 
-void NativeChannel::Enqueue(const EncodedFrame& frame) {
+void ChannelWriter::Enqueue(const EncodedFrame& frame) {
   if (WriteToRing(frame.data, frame.size)) {
     std::free(frame.data);
     return;
@@ -295,7 +283,7 @@ void NativeChannel::Enqueue(const EncodedFrame& frame) {
   // Written at once when ShouldWriteNow says so; whatever the socket did
   // not take is queued.
   if (ShouldWriteNow(frame.size)) {
-    const size_t written = queue_.TryWrite(fd_, frame.data, frame.size);
+    const size_t written = queue_.TryWrite(delegate_.fd(), frame.data, frame.size);
     if (written == frame.size) {
       std::free(frame.data);
       return;
@@ -318,12 +306,12 @@ void NativeChannel::Enqueue(const EncodedFrame& frame) {
 // (measurements in docs/benchmarks.md, "Why the native constants").
 // Nothing is settled here; a failed write stays for the tick's flush to
 // report, outside send().
-void NativeChannel::WriteOutGathered() {
-  if (connecting() || closing_ || want_write_) return;
+void ChannelWriter::WriteOutGathered() {
+  if (delegate_.connecting() || delegate_.closing() || want_write_) return;
   int err = 0;
-  if (queue_.Flush(fd_, &err) == WriteQueue::FlushStatus::kWouldBlock) {
+  if (queue_.Flush(delegate_.fd(), &err) == WriteQueue::FlushStatus::kWouldBlock) {
     want_write_ = true;
-    UpdatePoll();
+    delegate_.UpdatePoll();
   }
 }
 
@@ -335,9 +323,10 @@ void NativeChannel::WriteOutGathered() {
 // writev by the flush. So a peer starts on the first answer of a batch
 // while this side still works on the rest, and a burst of small messages
 // still costs one system call.
-bool NativeChannel::ShouldWriteNow(size_t size) {
-  if (connecting() || closing_ || !queue_.empty()) return false;
-  const bool ring_takes_it = ring_out_ready_ && size <= rings_->max_frame_bytes();
+bool ChannelWriter::ShouldWriteNow(size_t size) {
+  if (delegate_.connecting() || delegate_.closing() || !queue_.empty()) return false;
+  RingSide& rings = delegate_.rings();
+  const bool ring_takes_it = rings.out_ready() && size <= rings.link().max_frame_bytes();
   if (!write_policy::WriteNow(size, ring_takes_it, wrote_since_flush_)) return false;
   wrote_since_flush_ = true;
   return true;
@@ -349,13 +338,13 @@ bool NativeChannel::ShouldWriteNow(size_t size) {
 // is allocated before anything is written, so running out of memory still
 // sends nothing; a failed write is left for the next flush to report,
 // outside send(). Returns false after throwing.
-bool NativeChannel::WriteFrameNow(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view,
+bool ChannelWriter::WriteFrameNow(const FunctionCallbackInfo<Value>& args, Local<v8::ArrayBufferView> view,
                                   size_t size) {
   uint8_t* block = AllocateFrame(args, size);
   if (block == nullptr) return false;
   const uint8_t* bytes = static_cast<const uint8_t*>(view->Buffer()->Data()) + view->ByteOffset();
   CountSocketFrame(size);
-  const size_t written = queue_.TryWrite(fd_, bytes, size);
+  const size_t written = queue_.TryWrite(delegate_.fd(), bytes, size);
   if (written == size) {
     std::free(block);
     return true;
@@ -367,13 +356,13 @@ bool NativeChannel::WriteFrameNow(const FunctionCallbackInfo<Value>& args, Local
 }
 
 // Returns 0 or an errno.
-int NativeChannel::DoFlush() {
+int ChannelWriter::DoFlush() {
   wrote_since_flush_ = false;
-  if (connecting() || closing_) return 0;
+  if (delegate_.connecting() || delegate_.closing()) return 0;
   // One wake-up per batch of ring records, and only for a sleeping reader.
-  if (ring_out_ready_) rings_->WakeReaderIfNeeded();
+  if (delegate_.rings().out_ready()) delegate_.rings().link().WakeReaderIfNeeded();
   int err = 0;
-  switch (queue_.Flush(fd_, &err)) {
+  switch (queue_.Flush(delegate_.fd(), &err)) {
     case WriteQueue::FlushStatus::kDrained:
       want_write_ = false;
       break;
@@ -382,24 +371,48 @@ int NativeChannel::DoFlush() {
       break;
     case WriteQueue::FlushStatus::kError:
       want_write_ = false;
-      UpdatePoll();
+      delegate_.UpdatePoll();
       return err;
   }
-  UpdatePoll();
+  delegate_.UpdatePoll();
   return 0;
+}
+
+// The socket is writable: the queue is flushed, then JavaScript's onwrite
+// gets the total bytes written.
+bool ChannelWriter::OnWritable(Local<Context> context) {
+  const int err = DoFlush();
+  if (delegate_.closing()) return false;
+  if (err != 0) {
+    // A peer that wrote and then hung up: what it wrote is still in
+    // our socket, ahead of its end, and Node's channel reads it all
+    // before it disconnects. So a reading channel leaves the close to
+    // the read side, which delivers those messages and then sees the
+    // end (as Channel._peerGoneWhileReading does for flushes that
+    // JavaScript starts); the failed write stops watching for
+    // writability (DoFlush), so this does not spin.
+    if ((err == EPIPE || err == ECONNRESET) && delegate_.reading()) {
+      delegate_.ReadAfterPeerGone(context);
+      return false;
+    }
+    delegate_.End(EndReason::kSystemError, err);
+    return false;
+  }
+  delegate_.CallOnWrite(TotalWritten());
+  return !delegate_.closing();
 }
 
 // Registers the methods of the outbound path on the channel's template (as Node's
 // StreamBase::AddMethods does for its streams).
-void NativeChannel::AddWriterMethods(Isolate* isolate, Local<FunctionTemplate> ch,
-                                     Local<v8::External> external) {
-  SetMethod(isolate, ch, external, "write", Write);
-  SetMethod(isolate, ch, external, "writeBuffer", WriteBuffer);
-  SetMethod(isolate, ch, external, "writeFrame", WriteFrame);
-  SetMethod(isolate, ch, external, "stageFrames", StageFrames);
-  SetMethod(isolate, ch, external, "writeStaged", WriteStaged);
-  SetMethod(isolate, ch, external, "flush", Flush);
-  SetMethod(isolate, ch, external, "written", Written);
+void ChannelWriter::AddMethods(Isolate* isolate, Local<FunctionTemplate> t, Local<v8::External> external) {
+  using W = ChannelWriter;
+  SetMethod(isolate, t, external, "write", Forward<W, &NativeChannel::writer, &W::Write>);
+  SetMethod(isolate, t, external, "writeBuffer", Forward<W, &NativeChannel::writer, &W::WriteBuffer>);
+  SetMethod(isolate, t, external, "writeFrame", Forward<W, &NativeChannel::writer, &W::WriteFrame>);
+  SetMethod(isolate, t, external, "stageFrames", Forward<W, &NativeChannel::writer, &W::StageFrames>);
+  SetMethod(isolate, t, external, "writeStaged", Forward<W, &NativeChannel::writer, &W::WriteStaged>);
+  SetMethod(isolate, t, external, "flush", Forward<W, &NativeChannel::writer, &W::Flush>);
+  SetMethod(isolate, t, external, "written", Forward<W, &NativeChannel::writer, &W::Written>);
 }
 
 }  // namespace procwire

@@ -1,10 +1,41 @@
-// NativeChannel: New(), argument checks, the method table, OnPoll and the
-// channel's end (see native_channel_impl.h for the other files).
+// NativeChannel: New(), argument checks, the method table, OnPoll (pure
+// dispatch to the collaborators) and the channel's end (see
+// native_channel_impl.h for the collaborators).
 #include "native_channel_impl.h"
 
-#include <sys/ioctl.h>
-
 namespace procwire {
+
+NativeChannel::NativeChannel(AddonData* data, Local<Context> context, Local<Object> wrapper, int fd,
+                             WireFormat format, size_t max_message_size, bool connecting,
+                             Local<Object> callbacks, double ool_threshold)
+    : HandleWrap(data, context, wrapper, "PROCWIRE_CHANNEL"),
+      fd_(fd),
+      phase_(connecting ? Phase::kConnecting : Phase::kOpen),
+      framer_(format, max_message_size),
+      configured_max_message_size_(max_message_size),
+      writer_(this),
+      reader_(this),
+      batch_(this),
+      rings_(this, format, max_message_size),
+      segments_(this, ool_threshold >= 0 && format == WireFormat::kAdvanced,
+                ool_threshold >= 0 ? static_cast<size_t>(ool_threshold) : SIZE_MAX),
+      spin_(this) {
+  data->open_channels++;
+  Isolate* isolate = data->isolate;
+  batch_.SetOnRead(GetFunction(context, callbacks, "onread"));
+  on_write_.Reset(isolate, GetFunction(context, callbacks, "onwrite"));
+  on_end_.Reset(isolate, GetFunction(context, callbacks, "onend"));
+  on_connect_.Reset(isolate, GetFunction(context, callbacks, "onconnect"));
+  Local<Value> on_return;
+  if (callbacks->Get(context, OneByteString(isolate, "onsegmentreturn")).ToLocal(&on_return) &&
+      on_return->IsFunction()) {
+    segments_.SetOnReturn(on_return.As<Function>());
+  }
+  if (segments_.receiving()) inbound_.AcceptSegments();
+  CHECK_EQ(uv_poll_init_socket(data->loop, &poll_, fd), 0);
+  AttachUvHandle(reinterpret_cast<uv_handle_t*>(&poll_));
+  UpdatePoll();
+}
 
 // new Channel(fd, format, maxMessageSize, connecting, callbacks[, outOfLineThreshold])
 // A threshold of -1 (or none) keeps every message inline; only channels to
@@ -42,14 +73,7 @@ void NativeChannel::New(const FunctionCallbackInfo<Value>& args) {
   }
   NativeChannel* self = new NativeChannel(data, context, args.This(), fd, format, static_cast<size_t>(max),
                                           args[3]->IsTrue(), args[4].As<Object>(), ool_threshold);
-  if (args[6]->IsFloat64Array()) {
-    // Counters JavaScript reads without a call: [segment bytes sent,
-    // segments sent]. The array stays alive with the channel.
-    Local<v8::Float64Array> shared = args[6].As<v8::Float64Array>();
-    self->shared_counters_.Reset(args.GetIsolate(), shared);
-    self->shared_ =
-        reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) + shared->ByteOffset());
-  }
+  if (args[6]->IsFloat64Array()) self->segments_.SetSharedCounters(args[6].As<v8::Float64Array>());
 }
 
 // setMaxMessageSize(n): the largest payload accepted from now on, applied
@@ -72,8 +96,8 @@ void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
   }
   const double max = args[0].As<Number>()->Value();
   const size_t limit = max >= 18446744073709551615.0 ? SIZE_MAX : static_cast<size_t>(max);
-  self->ring_frames_.SetMaxPayloadSize(limit);
-  const FramingError e = self->reader_.SetMaxPayloadSize(limit, limit < self->configured_max_message_size_);
+  self->rings_.SetMaxPayloadSize(limit);
+  const FramingError e = self->framer_.SetMaxPayloadSize(limit, limit < self->configured_max_message_size_);
   // false: a frame already buffered is over the new limit and the stream
   // can no longer be framed; the caller closes the channel (a later read
   // would report the same framing error).
@@ -83,18 +107,16 @@ void NativeChannel::SetMaxMessageSize(const FunctionCallbackInfo<Value>& args) {
 void NativeChannel::ReadStart(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   CHECK_NOT_NULL(self);
-  self->reading_ = !self->ended();
+  self->reader_.Resume(self->ended());
   self->UpdatePoll();
   // Ring records that arrived while paused were not read: look again.
-  if (self->reading_ && self->rings_ != nullptr && self->rings_->has_inbound()) {
-    self->rings_->WakeSelf();
-  }
+  if (self->reader_.reading()) self->rings_.LookAgain();
 }
 
 void NativeChannel::ReadStop(const FunctionCallbackInfo<Value>& args) {
   NativeChannel* self = Unwrap(args);
   CHECK_NOT_NULL(self);
-  self->reading_ = false;
+  self->reader_.Pause();
   self->UpdatePoll();
 }
 
@@ -111,12 +133,12 @@ void NativeChannel::Stats(const FunctionCallbackInfo<Value>& args) {
   v[stats::kMessagesIn] = c.messages_in;
   v[stats::kMessagesOut] = c.messages_out;
   v[stats::kBytesIn] = c.bytes_in;
-  v[stats::kBytesOut] = self->TotalWritten();
-  v[stats::kQueuedBytes] = static_cast<double>(self->queue_.queued_bytes());
-  v[stats::kWriteCalls] = static_cast<double>(self->queue_.write_calls());
+  v[stats::kBytesOut] = self->writer_.TotalWritten();
+  v[stats::kQueuedBytes] = static_cast<double>(self->writer_.queued_bytes());
+  v[stats::kWriteCalls] = self->writer_.write_calls();
   v[stats::kReadCalls] = c.read_calls;
   v[stats::kDecodeErrors] = c.decode_errors;
-  v[stats::kBufferedBytes] = static_cast<double>(self->reader_.buffered());
+  v[stats::kBufferedBytes] = static_cast<double>(self->framer_.buffered());
   for (int i = 0; i < stats::kHistogramBuckets; i++) {
     v[stats::kHistogramIn + i] = c.histogram_in[i];
     v[stats::kHistogramOut + i] = c.histogram_out[i];
@@ -125,10 +147,9 @@ void NativeChannel::Stats(const FunctionCallbackInfo<Value>& args) {
   v[stats::kOutOfLineBytesOut] = c.ool_bytes_out;
   v[stats::kOutOfLineMessagesIn] = c.ool_messages_in;
   v[stats::kOutOfLineBytesIn] = c.ool_bytes_in;
-  const bool rings_on = self->ring_out_ready_ && self->rings_ != nullptr && self->rings_->has_inbound();
-  v[stats::kRingsEnabled] = rings_on ? 1.0 : 0.0;
-  v[stats::kRingMessagesOut] = self->rings_ != nullptr ? self->rings_->messages_out : 0.0;
-  v[stats::kRingMessagesIn] = self->rings_ != nullptr ? self->rings_->messages_in : 0.0;
+  v[stats::kRingsEnabled] = self->rings_.enabled() ? 1.0 : 0.0;
+  v[stats::kRingMessagesOut] = self->rings_.messages_out();
+  v[stats::kRingMessagesIn] = self->rings_.messages_in();
   Local<Array> out = Array::New(isolate, stats::kCount);
   for (int i = 0; i < stats::kCount; i++) out->Set(context, i, Number::New(isolate, v[i])).Check();
   args.GetReturnValue().Set(out);
@@ -141,21 +162,13 @@ void NativeChannel::Fd(const FunctionCallbackInfo<Value>& args) {
 }
 
 void NativeChannel::ReleaseV8Handles() {
-  if (block_ != nullptr) block_->ReleaseArrayBuffer();
-  on_read_.Reset();
+  reader_.ReleaseV8Handles();
+  batch_.ReleaseV8Handles();
+  writer_.ReleaseV8Handles();
+  segments_.ReleaseV8Handles();
   on_write_.Reset();
   on_end_.Reset();
   on_connect_.Reset();
-  on_segment_return_.Reset();
-  shared_counters_.Reset();
-  shared_ = nullptr;
-  js_decode_ = false;
-  js_bytes_ref_.Reset();
-  js_frames_ref_.Reset();
-  js_bytes_ = nullptr;
-  js_frames_ = nullptr;
-  stage_ref_.Reset();
-  stage_ = nullptr;
 }
 
 Local<Function> NativeChannel::GetFunction(Local<Context> context, Local<Object> from, const char* name) {
@@ -170,12 +183,12 @@ void NativeChannel::UpdatePoll() {
   if (connecting()) {
     events = UV_WRITABLE;
   } else {
-    if (reading_) events |= UV_READABLE | UV_DISCONNECT;
+    if (reader_.reading()) events |= UV_READABLE | UV_DISCONNECT;
     // Paused by the user (not ended): the poll stays active watching for
     // the peer's hang-up only, so a paused channel keeps the process
     // alive exactly as a reading one does (the ref policy decides).
-    if (!reading_ && !ended() && !peer_hung_up_) events |= UV_DISCONNECT;
-    if (want_write_) events |= UV_WRITABLE;
+    if (!reader_.reading() && !ended() && !reader_.peer_hung_up()) events |= UV_DISCONNECT;
+    if (writer_.want_write()) events |= UV_WRITABLE;
   }
   if (events == poll_events_) return;
   poll_events_ = events;
@@ -186,43 +199,21 @@ void NativeChannel::UpdatePoll() {
   }
 }
 
+// One wake-up of the socket's poll handle, in the order docs/internals.md
+// gives ("Order of events"); each step is a collaborator's.
 void NativeChannel::OnPoll(uv_poll_t* handle, int status, int events) {
   NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
   if (self->closing_) return;
-  Isolate* isolate = self->data_->isolate;
-  HandleScope scope(isolate);
-  Local<Context> context = self->context_.Get(isolate);
+  HandleScope scope(self->data_->isolate);
+  Local<Context> context = self->context_.Get(self->data_->isolate);
   Context::Scope context_scope(context);
   if (status < 0) {
-    // libuv turns POLLERR into UV_EBADF and stops the watcher. The socket
-    // may still hold data the peer sent before it failed: read that first,
-    // then report the socket's real error (ECONNRESET, EPIPE, ...).
+    // libuv turns POLLERR into UV_EBADF and stops the watcher.
     self->poll_events_ = 0;
-    const int so_error = SocketError(self->fd_);
-    // Paused with data left: it is read on resume, before the end, which
-    // reports this error then (see deferred_error_); ending now would drop
-    // what the peer sent before it failed.
-    if (!self->reading_ && !self->connecting() && !self->ended() && !self->NothingLeftToRead()) {
-      if (so_error != 0) self->deferred_error_ = -so_error;
-      self->peer_hung_up_ = true;
-      return;
-    }
-    if (self->reading_ && !self->connecting()) self->OnReadable(context);
-    if (self->closing_) return;
     if (self->connecting()) {
-      // SO_ERROR was consumed above; a failed connect reports it here.
-      self->phase_ = Phase::kOpen;
-      self->End(EndReason::kSystemError, Local<Value>(), so_error != 0 ? -so_error : ECONNREFUSED);
-      return;
-    }
-    if ((so_error == 0 || so_error == -ECONNRESET) && self->reader_.buffered() > 0) {
-      self->EndTruncated(context);
-      return;
-    }
-    if (so_error == 0) {
-      self->End(EndReason::kEndOfStream, Local<Value>());
+      self->FailConnect(SocketError(self->fd_));
     } else {
-      self->End(EndReason::kSystemError, Local<Value>(), -so_error);
+      self->reader_.OnPollError(context);
     }
     return;
   }
@@ -230,54 +221,18 @@ void NativeChannel::OnPoll(uv_poll_t* handle, int status, int events) {
     if (events & (UV_WRITABLE | UV_DISCONNECT)) self->FinishConnect();
     return;
   }
-  if (events & UV_WRITABLE) {
-    const int err = self->DoFlush();
-    if (self->closing_) return;
-    if (err != 0) {
-      // A peer that wrote and then hung up: what it wrote is still in
-      // our socket, ahead of its end, and Node's channel reads it all
-      // before it disconnects. So a reading channel leaves the close to
-      // the read side, which delivers those messages and then sees the
-      // end (as Channel._peerGoneWhileReading does for flushes that
-      // JavaScript starts); the failed write stops watching for
-      // writability (DoFlush), so this does not spin.
-      if ((err == EPIPE || err == ECONNRESET) && self->reading_) {
-        self->OnReadable(context);
-        return;
-      }
-      self->End(EndReason::kSystemError, Local<Value>(), err);
-      return;
-    }
-    Local<Value> argv[] = {Number::New(isolate, self->TotalWritten())};
-    self->Call(self->on_write_, 1, argv);
-    if (self->closing_) return;
-  }
-  if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reading_) {
-    self->OnReadable(context);
-  } else if ((events & UV_DISCONNECT) && !self->reading_) {
-    // The peer hung up while we are paused. With nothing left to read (no
-    // byte in the socket, no partial frame, no ring record), the channel
-    // ends now, as a reading one would: resume() would have nothing to
-    // deliver, and a paused channel with a dead peer would otherwise stay
-    // open, unnoticed, for ever. Otherwise the data before the hang-up is
-    // read (and the end seen) on resume; until then stop watching, as the
-    // condition is level-triggered and would wake us in a loop.
-    if (self->NothingLeftToRead()) {
-      self->End(EndReason::kEndOfStream, Local<Value>());
-      return;
-    }
-    self->peer_hung_up_ = true;
-    self->UpdatePoll();
+  if ((events & UV_WRITABLE) && !self->writer_.OnWritable(context)) return;
+  if ((events & (UV_READABLE | UV_DISCONNECT)) && self->reader_.reading()) {
+    self->reader_.OnReadable(context);
+  } else if ((events & UV_DISCONNECT) && !self->reader_.reading()) {
+    self->reader_.OnHangUpWhilePaused();
   }
 }
 
-// True when the peer left nothing for this end to read: no byte in the
-// socket's receive queue, no partial frame, no ring record.
-bool NativeChannel::NothingLeftToRead() {
-  int unread = 0;
-  if (ioctl(fd_, FIONREAD, &unread) != 0 || unread != 0) return false;
-  if (reader_.buffered() != 0) return false;
-  return rings_ == nullptr || !rings_->InboundMaybeReady();
+// A connect that failed: SO_ERROR (so_error, negative errno) says why.
+void NativeChannel::FailConnect(int so_error) {
+  phase_ = Phase::kOpen;
+  End(EndReason::kSystemError, Local<Value>(), so_error != 0 ? -so_error : ECONNREFUSED);
 }
 
 void NativeChannel::FinishConnect() {
@@ -293,7 +248,7 @@ void NativeChannel::FinishConnect() {
   Call(on_connect_, 0, argv);
   if (closing_) return;
   // Sends made while connecting go out now.
-  const int werr = DoFlush();
+  const int werr = writer_.DoFlush();
   if (werr != 0) End(EndReason::kSystemError, Local<Value>(), werr);
 }
 
@@ -302,8 +257,8 @@ void NativeChannel::FinishConnect() {
 void NativeChannel::End(EndReason reason, Local<Value> err, int sys_error) {
   if (ended()) return;
   phase_ = Phase::kEnded;
-  reading_ = false;
-  want_write_ = false;
+  reader_.Pause();
+  writer_.StopWriting();
   UpdatePoll();
   Isolate* isolate = data_->isolate;
   Local<Value> argv[] = {
@@ -316,22 +271,12 @@ void NativeChannel::End(EndReason reason, Local<Value> err, int sys_error) {
 // The socket's poll handle and, with rings, the wake-up link's: the object
 // goes when the last has closed.
 void NativeChannel::CloseUvHandles() {
-  // No more returns: the pool's async handle closes, and the mappings
-  // stay only as long as received Buffers use them.
-  if (received_pool_ != nullptr) received_pool_->Close();
+  segments_.Close();
   data_->open_channels--;
   uv_poll_stop(&poll_);
   uv_close(reinterpret_cast<uv_handle_t*>(&poll_), OnUvHandleClosed);
-  if (socket_spin_inited_) {
-    uv_idle_stop(&socket_spin_);
-    uv_close(reinterpret_cast<uv_handle_t*>(&socket_spin_), OnUvHandleClosed);
-  }
-  if (ring_poll_started_) {
-    uv_poll_stop(&ring_poll_);
-    uv_close(reinterpret_cast<uv_handle_t*>(&ring_poll_), OnUvHandleClosed);
-    auto& readers = data_->ring_readers;
-    readers.erase(std::remove(readers.begin(), readers.end(), this), readers.end());
-  }
+  spin_.Close(OnUvHandleClosed);
+  rings_.Close(OnUvHandleClosed);
 }
 
 void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> exports) {
@@ -341,11 +286,12 @@ void InitNativeChannel(AddonData* data, Local<Context> context, Local<Object> ex
   Local<FunctionTemplate> ch = FunctionTemplate::New(isolate, NativeChannel::New, external);
   ch->SetClassName(OneByteString(isolate, "NativeChannel"));
   ch->InstanceTemplate()->SetInternalFieldCount(1);
-  NativeChannel::AddWriterMethods(isolate, ch, external);
-  NativeChannel::AddSegmentMethods(isolate, ch, external);
+  ChannelWriter::AddMethods(isolate, ch, external);
+  SegmentSide::AddMethods(isolate, ch, external);
   SetMethod(isolate, ch, external, "setMaxMessageSize", NativeChannel::SetMaxMessageSize);
-  NativeChannel::AddReaderMethods(isolate, ch, external);
-  NativeChannel::AddRingMethods(isolate, ch, external);
+  ChannelReader::AddMethods(isolate, ch, external);
+  MessageBatch::AddMethods(isolate, ch, external);
+  RingSide::AddMethods(isolate, ch, external);
   SetMethod(isolate, ch, external, "readStart", NativeChannel::ReadStart);
   SetMethod(isolate, ch, external, "readStop", NativeChannel::ReadStop);
   SetMethod(isolate, ch, external, "ref", HandleWrap::Ref);

@@ -1,5 +1,4 @@
-// NativeChannel's short spin after a socket read brought messages (see
-// StartSocketSpin).
+// SocketSpin: the short spin after a socket read brought messages.
 #include "native_channel_impl.h"
 
 namespace procwire {
@@ -22,40 +21,46 @@ namespace procwire {
 // away ends the spin as a miss. Only a thread's single channel spins: a
 // master with several busy workers (more runnable processes than CPUs)
 // lost about a tenth of its pairs/s to the time its spin took from them.
-void NativeChannel::StartSocketSpin() {
-  socket_drained_ns_ = MonotonicNs();
-  if (data_->open_channels != 1 || !socket_spin_rate_.ShouldSpin()) {
-    if (socket_spin_active_) StopSocketSpin();
+void SocketSpin::Start() {
+  drained_ns_ = MonotonicNs();
+  if (!delegate_.only_channel() || !rate_.ShouldSpin()) {
+    if (state_ == State::kSpinning) Stop();
     return;
   }
-  if (socket_spin_active_) return;
-  if (!socket_spin_inited_) {
-    CHECK_EQ(uv_idle_init(data_->loop, &socket_spin_), 0);
-    AttachUvHandle(reinterpret_cast<uv_handle_t*>(&socket_spin_));
-    uv_unref(reinterpret_cast<uv_handle_t*>(&socket_spin_));
-    socket_spin_inited_ = true;
+  if (state_ == State::kSpinning) return;
+  if (state_ == State::kUnused) {
+    CHECK_EQ(uv_idle_init(delegate_.loop(), &idle_), 0);
+    delegate_.Attach(reinterpret_cast<uv_handle_t*>(&idle_));
+    uv_unref(reinterpret_cast<uv_handle_t*>(&idle_));
   }
-  socket_spin_active_ = true;
-  CHECK_EQ(uv_idle_start(&socket_spin_, OnSocketSpin), 0);
+  state_ = State::kSpinning;
+  CHECK_EQ(uv_idle_start(&idle_, OnIdle), 0);
 }
 
-void NativeChannel::StopSocketSpin() {
-  uv_idle_stop(&socket_spin_);
-  socket_spin_active_ = false;
+void SocketSpin::Stop() {
+  uv_idle_stop(&idle_);
+  state_ = State::kIdle;
 }
+
+void SocketSpin::Close(uv_close_cb closed) {
+  if (state_ == State::kUnused) return;
+  uv_idle_stop(&idle_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&idle_), closed);
+}
+
+void SocketSpin::OnIdle(uv_idle_t* handle) { NativeChannel::FromUv(handle->data)->spin().Turn(); }
 
 // One turn of the event loop while spinning: the loop itself polled the
 // socket (with a zero timeout) just before.
-void NativeChannel::OnSocketSpin(uv_idle_t* handle) {
-  NativeChannel* self = FromUvHandle<NativeChannel>(handle->data);
-  if (self->closing_ || self->ended() || !self->reading_) {
-    self->StopSocketSpin();
+void SocketSpin::Turn() {
+  if (!delegate_.reading()) {
+    Stop();
     return;
   }
-  if (MonotonicNs() - self->socket_drained_ns_ > kSocketSpinNs) {
+  if (MonotonicNs() - drained_ns_ > kSocketSpinNs) {
     // Nothing came within the window.
-    self->StopSocketSpin();
-    self->socket_spin_rate_.Missed();
+    Stop();
+    rate_.Missed();
     return;
   }
   const uint64_t before = MonotonicNs();
@@ -65,8 +70,8 @@ void NativeChannel::OnSocketSpin(uv_idle_t* handle) {
     // than CPUs a spin takes time the others need. It stops, as a miss
     // (a virtual CPU that was briefly descheduled looks the same, so one
     // such yield must not shut the window for long).
-    self->StopSocketSpin();
-    self->socket_spin_rate_.Missed();
+    Stop();
+    rate_.Missed();
   }
 }
 

@@ -47,7 +47,7 @@ constexpr uint64_t kMaxRingPollNs = 1000000;
 // A sched_yield() that took longer than this gave the CPU to another
 // thread: the socket spin stops (see NativeChannel::OnSocketSpin).
 constexpr uint64_t kSpinYieldContendedNs = 20000;
-// The longest socket spin (NativeChannel::StartSocketSpin); when to spin is
+// The longest socket spin (SocketSpin::Start); when to spin is
 // SpinHitRate's to say.
 constexpr uint64_t kSocketSpinNs = 30000;
 // Other channels' rings a spinning reader looks at per step (see

@@ -1,56 +1,30 @@
-// NativeChannel's segment side: out-of-line sending and receiving and the
-// recycled segment pool (src/binding/segments.h).
+// SegmentSide: out-of-line sending and receiving and the recycled segment
+// pools (see segment_side.h).
 #include "native_channel_impl.h"
 
 namespace procwire {
 
-// enableSegmentPool(maxBytes, maxCount): the peer takes recycled segments
-// (it announced `pool`, so it also trusts future-write-sealed transfers):
-// copies go into this channel's pool of pre-faulted segments.
-void NativeChannel::EnableSegmentPool(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
-  if (!args[0]->IsNumber() || !args[1]->IsNumber() || self->send_pool_ != nullptr) return;
-  const double max_bytes = args[0].As<Number>()->Value();
-  const double max_count = args[1].As<Number>()->Value();
-  if (!(max_bytes >= 0) || !(max_count >= 0)) return;
-  const size_t bytes = max_bytes >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_bytes);
-  self->send_pool_.reset(new SegmentPool(size_t{64} << 10, bytes));
-  self->send_pool_->SetLimits(bytes, max_count >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_count));
-  self->trusting_peer_ = true;
+namespace {
+
+// Calls visit(id) for each element of args[0], an array of segment ids
+// (1..2^32-1). Returns false when args[0] is not an array, an element is not
+// a valid id, or visit refused one; every valid id is still visited.
+template <typename Visit>
+bool ForEachSegmentId(const FunctionCallbackInfo<Value>& args, Visit visit) {
+  if (!args[0]->IsArray()) return false;
+  Local<Context> context = args.GetIsolate()->GetCurrentContext();
+  Local<Array> list = args[0].As<Array>();
+  bool ok = true;
+  for (uint32_t i = 0; i < list->Length(); i++) {
+    Local<Value> item;
+    if (!list->Get(context, i).ToLocal(&item)) return false;
+    const double id = item->IsNumber() ? item.As<Number>()->Value() : 0;
+    if (!(id >= 1 && id <= 4294967295.0) || !visit(static_cast<uint32_t>(id))) ok = false;
+  }
+  return ok;
 }
 
-// acceptSegmentPool(maxMappedBytes): we announce `pool`: the peer may
-// send recycled segments ([0xFC] control frames, at most maxMappedBytes
-// of them mapped at once) and future-write-sealed transfers.
-void NativeChannel::AcceptSegmentPool(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
-  if (self->received_pool_ != nullptr || !self->ool_enabled_ || self->closing_ || !args[0]->IsNumber())
-    return;
-  const double max_mapped = args[0].As<Number>()->Value();
-  if (!(max_mapped >= 0)) return;
-  self->inbound_.AcceptPooledSegments();
-  self->received_pool_.reset(new ReceivedSegmentPool(
-      self->data_->isolate, self->data_->loop,
-      [self](std::vector<uint32_t>& ids) { self->OnSegmentsFree(ids); },
-      max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
-}
-
-// recycleSegments(ids) -> false when an id was not in flight (a confused
-// or hostile peer); the others are idle again.
-void NativeChannel::RecycleSegments(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
-  bool ok = self->send_pool_ != nullptr;
-  if (ok) ok = ForEachSegmentId(args, [self](uint32_t id) { return self->send_pool_->Recycle(id) >= 0; });
-  args.GetReturnValue().Set(ok);
-}
-
-Local<Array> NativeChannel::IdArray(Isolate* isolate, const std::vector<uint32_t>& ids) {
+Local<Array> IdArray(Isolate* isolate, const std::vector<uint32_t>& ids) {
   Local<Context> context = isolate->GetCurrentContext();
   Local<Array> out = Array::New(isolate, static_cast<int>(ids.size()));
   for (size_t i = 0; i < ids.size(); i++) {
@@ -59,53 +33,79 @@ Local<Array> NativeChannel::IdArray(Isolate* isolate, const std::vector<uint32_t
   return out;
 }
 
+}  // namespace
+
+// enableSegmentPool(maxBytes, maxCount): the peer takes recycled segments
+// (it announced `pool`, so it also trusts future-write-sealed transfers):
+// copies go into this channel's pool of pre-faulted segments.
+void SegmentSide::EnableSegmentPool(const FunctionCallbackInfo<Value>& args) {
+  if (!args[0]->IsNumber() || !args[1]->IsNumber() || send_pool_ != nullptr) return;
+  const double max_bytes = args[0].As<Number>()->Value();
+  const double max_count = args[1].As<Number>()->Value();
+  if (!(max_bytes >= 0) || !(max_count >= 0)) return;
+  const size_t bytes = max_bytes >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_bytes);
+  send_pool_.reset(new SegmentPool(size_t{64} << 10, bytes));
+  send_pool_->SetLimits(bytes, max_count >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_count));
+  trusting_peer_ = true;
+}
+
+// acceptSegmentPool(maxMappedBytes): we announce `pool`: the peer may
+// send recycled segments ([0xFC] control frames, at most maxMappedBytes
+// of them mapped at once) and future-write-sealed transfers.
+void SegmentSide::AcceptSegmentPool(const FunctionCallbackInfo<Value>& args) {
+  if (received_pool_ != nullptr || !receiving_ || delegate_.closing() || !args[0]->IsNumber()) return;
+  const double max_mapped = args[0].As<Number>()->Value();
+  if (!(max_mapped >= 0)) return;
+  delegate_.inbound().AcceptPooledSegments();
+  received_pool_.reset(new ReceivedSegmentPool(
+      delegate_.data()->isolate, delegate_.data()->loop,
+      [this](std::vector<uint32_t>& ids) { OnSegmentsFree(ids); },
+      max_mapped >= 9e15 ? SIZE_MAX : static_cast<size_t>(max_mapped)));
+}
+
+// recycleSegments(ids) -> false when an id was not in flight (a confused
+// or hostile peer); the others are idle again.
+void SegmentSide::RecycleSegments(const FunctionCallbackInfo<Value>& args) {
+  bool ok = send_pool_ != nullptr;
+  if (ok) ok = ForEachSegmentId(args, [this](uint32_t id) { return send_pool_->Recycle(id) >= 0; });
+  args.GetReturnValue().Set(ok);
+}
+
 // takeDroppedSegments() -> ids the pool destroyed since the last call
 // (the peer must be told to unmap them).
-void NativeChannel::TakeDroppedSegments(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
+void SegmentSide::TakeDroppedSegments(const FunctionCallbackInfo<Value>& args) {
   std::vector<uint32_t> ids;
-  if (self->send_pool_ != nullptr) ids = self->send_pool_->TakeDropped();
+  if (send_pool_ != nullptr) ids = send_pool_->TakeDropped();
   args.GetReturnValue().Set(IdArray(args.GetIsolate(), ids));
 }
 
 // trimSegments() -> ids of every idle segment, now destroyed.
-void NativeChannel::TrimSegments(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
+void SegmentSide::TrimSegments(const FunctionCallbackInfo<Value>& args) {
   std::vector<uint32_t> ids;
-  if (self->send_pool_ != nullptr) {
-    ids = self->send_pool_->TakeDropped();
-    self->send_pool_->TrimIdle(&ids);
+  if (send_pool_ != nullptr) {
+    ids = send_pool_->TakeDropped();
+    send_pool_->TrimIdle(&ids);
   }
   args.GetReturnValue().Set(IdArray(args.GetIsolate(), ids));
 }
 
 // forgetSegments(ids): the peer destroyed these; unknown ids are ignored.
-void NativeChannel::ForgetSegments(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
-  if (self->received_pool_ == nullptr) return;
+void SegmentSide::ForgetSegments(const FunctionCallbackInfo<Value>& args) {
+  if (received_pool_ == nullptr) return;
   // Unknown ids are ignored: a drop is only advice from the peer.
-  ForEachSegmentId(args, [self](uint32_t id) {
-    self->received_pool_->Forget(id);
+  ForEachSegmentId(args, [this](uint32_t id) {
+    received_pool_->Forget(id);
     return true;
   });
 }
 
 // segmentPoolStats() -> [segments, bytes, in flight] of our pool, then
 // [segments, bytes] of the peer's segments we map.
-void NativeChannel::SegmentPoolStats(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  // Reachable after close (the object is gone): nothing to do then.
-  if (self == nullptr) return;
+void SegmentSide::SegmentPoolStats(const FunctionCallbackInfo<Value>& args) {
   Isolate* isolate = args.GetIsolate();
   Local<Context> context = isolate->GetCurrentContext();
-  const SegmentPool* p = self->send_pool_.get();
-  const ReceivedSegmentPool* r = self->received_pool_.get();
+  const SegmentPool* p = send_pool_.get();
+  const ReceivedSegmentPool* r = received_pool_.get();
   const double v[5] = {
       p ? static_cast<double>(p->segments()) : 0, p ? static_cast<double>(p->total_bytes()) : 0,
       p ? static_cast<double>(p->in_flight()) : 0, r ? static_cast<double>(r->segments()) : 0,
@@ -115,17 +115,34 @@ void NativeChannel::SegmentPoolStats(const FunctionCallbackInfo<Value>& args) {
   args.GetReturnValue().Set(out);
 }
 
-void NativeChannel::EnableOutOfLine(const FunctionCallbackInfo<Value>& args) {
-  NativeChannel* self = Unwrap(args);
-  CHECK_NOT_NULL(self);
-  self->ool_send_ = self->ool_enabled_;
+// enableOutOfLine(): the peer said it takes segments; large views may go
+// out of line from now on. (Until then everything goes inline, so a peer
+// without shared-memory support, such as one on the JS fallback, is never
+// sent a descriptor.)
+void SegmentSide::EnableOutOfLine(const FunctionCallbackInfo<Value>& args) { sending_ = receiving_; }
+
+void SegmentSide::CountSent(size_t bytes, size_t count) {
+  Counters& c = delegate_.counters();
+  c.ool_messages_out++;
+  c.ool_bytes_out += static_cast<double>(bytes);
+  if (shared_ != nullptr) {
+    shared_[0] += static_cast<double>(bytes);
+    shared_[1] += static_cast<double>(count);
+  }
+}
+
+// Counters JavaScript reads without a call: [segment bytes sent, segments
+// sent]. The array stays alive with the channel.
+void SegmentSide::SetSharedCounters(Local<v8::Float64Array> shared) {
+  shared_counters_.Reset(delegate_.data()->isolate, shared);
+  shared_ = reinterpret_cast<double*>(static_cast<uint8_t*>(shared->Buffer()->Data()) + shared->ByteOffset());
 }
 
 // Maps the segments announced for a message (descriptors it owns, closed
 // here): each is checked (memfd, sealed against writes, shrinking and
 // growing) and mapped privately. Returns why they failed, or nullptr;
 // after a failure the rest are only closed and segments is left empty.
-const char* NativeChannel::MapSegments(Isolate* isolate, std::vector<int>* fds, InSegments* segments) {
+const char* SegmentSide::MapSegments(Isolate* isolate, std::vector<int>* fds, InSegments* segments) {
   const char* bad = nullptr;
   size_t message_bytes = 0;
   for (int fd : *fds) {
@@ -134,14 +151,14 @@ const char* NativeChannel::MapSegments(Isolate* isolate, std::vector<int>* fds, 
     taken_segments_++;
     // One message's segments together are held to maxMessageSize, as
     // its inline bytes are; each is checked before it is mapped.
-    const size_t max = reader_.max_payload_size();
+    const size_t max = delegate_.max_payload_size();
     // A peer that takes recycled segments trusts ours, so it also takes
     // transfers sealed only against future writers.
     if (bad == nullptr &&
         MapReceivedSegment(isolate, fd, max - message_bytes, &error, received_pool_ != nullptr)
             .ToLocal(&ab)) {
       message_bytes += ab->ByteLength();
-      counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
+      delegate_.counters().ool_bytes_in += static_cast<double>(ab->ByteLength());
       taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
       segments->buffers.push_back(ab);
     } else {
@@ -168,10 +185,10 @@ const char* NativeChannel::MapSegments(Isolate* isolate, std::vector<int>* fds, 
 // recycled segment named is taken, even after an earlier entry failed, so
 // that it goes back to the sender once unused. Returns why the message's
 // segments failed, or nullptr.
-const char* NativeChannel::TakePooledSegments(Isolate* isolate, const std::vector<SegmentEntry>& entries,
-                                              std::vector<int>* fds, InSegments* segments) {
+const char* SegmentSide::TakePooledSegments(Isolate* isolate, const std::vector<SegmentEntry>& entries,
+                                            std::vector<int>* fds, InSegments* segments) {
   const char* bad = nullptr;
-  const size_t max = reader_.max_payload_size();
+  const size_t max = delegate_.max_payload_size();
   size_t message_bytes = 0;
   size_t next_fd = 0;
   for (const SegmentEntry& e : entries) {
@@ -213,7 +230,7 @@ const char* NativeChannel::TakePooledSegments(Isolate* isolate, const std::vecto
     if (fd >= 0) CloseFd(fd);
     if (ok) {
       message_bytes += ab->ByteLength();
-      counters_.ool_bytes_in += static_cast<double>(ab->ByteLength());
+      delegate_.counters().ool_bytes_in += static_cast<double>(ab->ByteLength());
       taken_segment_bytes_ += static_cast<double>(ab->ByteLength());
       segments->buffers.push_back(ab);
     } else if (bad == nullptr) {
@@ -234,28 +251,38 @@ const char* NativeChannel::TakePooledSegments(Isolate* isolate, const std::vecto
 
 // Recycled segments whose ArrayBuffers V8 freed: JavaScript hands them
 // back to the peer. Runs from the pool's async handle, on the loop.
-void NativeChannel::OnSegmentsFree(std::vector<uint32_t>& ids) {
-  if (closing_ || ended() || teardown_ || on_segment_return_.IsEmpty()) return;
-  Isolate* isolate = data_->isolate;
+void SegmentSide::OnSegmentsFree(std::vector<uint32_t>& ids) {
+  if (!delegate_.may_call() || on_return_.IsEmpty()) return;
+  Isolate* isolate = delegate_.data()->isolate;
   HandleScope scope(isolate);
-  Local<Context> context = context_.Get(isolate);
+  Local<Context> context = delegate_.context();
   Context::Scope context_scope(context);
   Local<Value> argv[] = {IdArray(isolate, ids)};
-  Call(on_segment_return_, 1, argv);
+  delegate_.Call(on_return_, 1, argv);
 }
 
 // Registers the methods of the segment side on the channel's template (as Node's
 // StreamBase::AddMethods does for its streams).
-void NativeChannel::AddSegmentMethods(Isolate* isolate, Local<FunctionTemplate> ch,
-                                      Local<v8::External> external) {
-  SetMethod(isolate, ch, external, "enableOutOfLine", EnableOutOfLine);
-  SetMethod(isolate, ch, external, "enableSegmentPool", EnableSegmentPool);
-  SetMethod(isolate, ch, external, "acceptSegmentPool", AcceptSegmentPool);
-  SetMethod(isolate, ch, external, "recycleSegments", RecycleSegments);
-  SetMethod(isolate, ch, external, "takeDroppedSegments", TakeDroppedSegments);
-  SetMethod(isolate, ch, external, "trimSegments", TrimSegments);
-  SetMethod(isolate, ch, external, "forgetSegments", ForgetSegments);
-  SetMethod(isolate, ch, external, "segmentPoolStats", SegmentPoolStats);
+// The methods are reachable after close (the object is gone): they do
+// nothing then (ForwardIfOpen), except enableOutOfLine.
+void SegmentSide::AddMethods(Isolate* isolate, Local<FunctionTemplate> t, Local<v8::External> external) {
+  using S = SegmentSide;
+  SetMethod(isolate, t, external, "enableOutOfLine",
+            Forward<S, &NativeChannel::segments, &S::EnableOutOfLine>);
+  SetMethod(isolate, t, external, "enableSegmentPool",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::EnableSegmentPool>);
+  SetMethod(isolate, t, external, "acceptSegmentPool",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::AcceptSegmentPool>);
+  SetMethod(isolate, t, external, "recycleSegments",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::RecycleSegments>);
+  SetMethod(isolate, t, external, "takeDroppedSegments",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::TakeDroppedSegments>);
+  SetMethod(isolate, t, external, "trimSegments",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::TrimSegments>);
+  SetMethod(isolate, t, external, "forgetSegments",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::ForgetSegments>);
+  SetMethod(isolate, t, external, "segmentPoolStats",
+            ForwardIfOpen<S, &NativeChannel::segments, &S::SegmentPoolStats>);
 }
 
 }  // namespace procwire
