@@ -142,13 +142,16 @@ function install() {
 // the swap waits for the first require of child_process or cluster:
 //   - where Node reports user requires and imports on diagnostics channels
 //     (Node 22 and later), through them, swapping also at the first ES
-//     module loaded, whose builtin imports are not reported one by one;
+//     module imported, whose builtin imports are not reported one by one,
+//     and after a require() that loaded child_process unreported (an ES
+//     module brought in by require());
 //   - where it does not (Node 20), through Module._load, which every
 //     require() of a CommonJS caller passes, put back as it was at the swap.
 //     There an ES module entry (or --import, a loader, module input) swaps
 //     now, since its imports bypass Module._load.
 // Where child_process is loaded already, the swap happens now.
 const REQUIRE_START = 'tracing:module.require:start';
+const REQUIRE_END = 'tracing:module.require:end';
 const IMPORT_START = 'tracing:module.import:start';
 const WATCHED = new Set(['child_process', 'node:child_process', 'cluster', 'node:cluster']);
 const CHILD_PROCESS_LOADED = 'NativeModule child_process';
@@ -168,27 +171,50 @@ function swapOnce() {
 
 function watchChannels(dc, swap) {
   let reported = false;
-  function stop() {
+  const loaded = newlyLoaded();
+  function unsubscribe() {
     dc.unsubscribe(REQUIRE_START, onRequire);
+    dc.unsubscribe(REQUIRE_END, onRequireEnd);
     dc.unsubscribe(IMPORT_START, onImport);
+  }
+  function stop() {
+    unsubscribe();
     swap();
   }
   function onRequire(context) {
     reported = true;
     if (context !== null && typeof context === 'object' && WATCHED.has(context.id)) stop();
   }
+  // An ES module brought in by require() imports builtins unreported.
+  function onRequireEnd() {
+    if (loaded()) stop();
+  }
   function onImport() {
     stop();
   }
   dc.subscribe(REQUIRE_START, onRequire);
+  dc.subscribe(REQUIRE_END, onRequireEnd);
   dc.subscribe(IMPORT_START, onImport);
   // Whether this Node reports requires: one of a builtin already loaded.
   require('path');
-  if (!reported) {
-    dc.unsubscribe(REQUIRE_START, onRequire);
-    dc.unsubscribe(IMPORT_START, onImport);
-  }
+  if (!reported) unsubscribe();
   return reported;
+}
+
+// A check of whether child_process has been loaded since the last call,
+// which reads only the builtins loaded since then.
+function newlyLoaded() {
+  let seen = process.moduleLoadList.length;
+  return function loaded() {
+    const list = process.moduleLoadList;
+    if (list.length === seen) return false;
+    const from = seen;
+    seen = list.length;
+    for (let i = from; i < list.length; i++) {
+      if (list[i] === CHILD_PROCESS_LOADED) return true;
+    }
+    return false;
+  };
 }
 
 // Whether this process's entry runs as an ES module (or ES modules load
@@ -231,7 +257,7 @@ function entryIsModule() {
 function watchLoad(swap) {
   const Module = require('module');
   const originalLoad = Module._load;
-  let seen = process.moduleLoadList.length;
+  const loaded = newlyLoaded();
   function restore() {
     if (Module._load === load) Module._load = originalLoad;
     swap();
@@ -242,16 +268,7 @@ function watchLoad(swap) {
       return originalLoad.apply(this, arguments);
     }
     const result = originalLoad.apply(this, arguments);
-    const list = process.moduleLoadList;
-    if (list.length !== seen) {
-      for (let i = seen; i < list.length; i++) {
-        if (list[i] === CHILD_PROCESS_LOADED) {
-          restore();
-          break;
-        }
-      }
-      seen = list.length;
-    }
+    if (loaded()) restore();
     return result;
   }
   Module._load = load;
