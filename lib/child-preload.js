@@ -16,8 +16,7 @@ const ENV_MAX_MESSAGE_SIZE = 'PROCWIRE_NATIVE_MAX_MESSAGE_SIZE';
 
 function setup() {
   const fdText = process.env[ENV_FD];
-  const { isMainThread } = require('worker_threads');
-  if (fdText === undefined || !isMainThread) return;
+  if (fdText === undefined || !require('./main-thread').isMainThread()) return;
   const serialization = process.env[ENV_SERIALIZATION] === 'advanced' ? 'advanced' : 'json';
   const savedOptions = process.env[ENV_NODE_OPTIONS];
   // The parent's maxMessageSize, when it set one (checked there).
