@@ -30,7 +30,9 @@ function setup() {
   const fd = Number(fdText);
   if (!Number.isInteger(fd) || fd < 0 || typeof process.send === 'function') return;
   const { binding } = require('./native');
-  const { Channel } = require('./channel');
+  // The class itself, not through lib/channel.js and lib/channel/index.js:
+  // two files fewer on a child's start.
+  const { Channel } = require('./channel/channel');
   const { setupChildProcess } = require('./child-process');
   binding.setBlocking(fd, false);
   const channel = new Channel(fd, {
