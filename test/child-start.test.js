@@ -1,5 +1,5 @@
 'use strict';
-// What a forked child loads before its first answer (issue 31: a bare
+// What a forked child loads before its first answer (the goal: a bare
 // procwire.fork start no slower than child_process.fork's). A structural
 // check, not a timing: the child's start loads only what its first message
 // needs, so none of procwire's parts for other uses (the advanced fast path,
