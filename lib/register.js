@@ -219,33 +219,69 @@ function newlyLoaded() {
 
 // Whether this process's entry runs as an ES module (or ES modules load
 // before it), as Node 20 decides: --import, a loader, module input or
-// default type, an .mjs entry, or a .js one under "type": "module".
+// default type, an .mjs entry, a .js one under "type": "module", or one
+// whose package does not say and that has module syntax (Node 20.19 and
+// later detect it).
 const ESM_FLAG = /(^|\s)--(import|loader|experimental-loader|experimental-default-type|input-type=module|experimental-detect-module)\b/;
 function entryIsModule() {
   if (process.execArgv.some((a) => ESM_FLAG.test(a)) || ESM_FLAG.test(process.env.NODE_OPTIONS || '')) return true;
   const main = process.argv[1];
   if (typeof main !== 'string' || process._eval != null) return false;
+  let file;
+  try {
+    file = require.resolve(main);
+  } catch {
+    // Node will fail to find it too.
+    return false;
+  }
   const path = require('path');
-  const ext = path.extname(main);
+  const ext = path.extname(file);
   if (ext === '.mjs') return true;
-  if (ext === '.cjs') return false;
+  if (ext !== '.js') return false;
+  const type = packageType(path.dirname(file));
+  if (type !== undefined) return type === 'module';
+  return hasModuleSyntax(file);
+}
+
+// The "type" of the nearest package.json above dir, or undefined.
+function packageType(dir) {
+  const path = require('path');
   const fs = require('fs');
-  for (let dir = path.dirname(path.resolve(main)); ; dir = path.dirname(dir)) {
-    const file = path.join(dir, 'package.json');
+  for (; ; dir = path.dirname(dir)) {
     let text = null;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = fs.readFileSync(path.join(dir, 'package.json'), 'utf8');
     } catch {
       // None here: the next directory up.
     }
     if (text !== null) {
       try {
-        return JSON.parse(text).type === 'module';
+        const { type } = JSON.parse(text);
+        return type === 'module' || type === 'commonjs' ? type : undefined;
       } catch {
-        return false;
+        return undefined;
       }
     }
-    if (path.dirname(dir) === dir) return false;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+// Whether a file that no package.json types fails to compile as CommonJS
+// for a reason only an ES module has, which is how Node's detection tells.
+const MODULE_ONLY = /Cannot use import statement outside a module|Unexpected token 'export'|Cannot use 'import\.meta' outside a module|await is only valid in async functions and the top level bodies of modules/;
+function hasModuleSyntax(file) {
+  let source;
+  try {
+    source = require('fs').readFileSync(file, 'utf8');
+  } catch {
+    return false;
+  }
+  if (source.startsWith('#!')) source = `//${source}`;
+  try {
+    require('vm').compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname']);
+    return false;
+  } catch (err) {
+    return err instanceof SyntaxError && MODULE_ONLY.test(err.message);
   }
 }
 

@@ -64,6 +64,11 @@ test('--require procwire/register: an ES module brought in by require() and its 
   assert.deepStrictEqual(withoutPid(run(['-r', 'procwire/register', PARENT, 'require-esm']).out), { procwire: true, reply: ECHO, code: 0 });
 });
 
+test('--require procwire/register: an entry Node detects as an ES module (no "type" in its package.json)', { timeout: 60_000 }, () => {
+  const { out } = run(['-r', 'procwire/register', path.join(__dirname, 'fixtures', 'register-detected.js')]);
+  assert.deepStrictEqual(withoutPid(out), { procwire: true, reply: ECHO, code: 0 });
+});
+
 test('--import procwire/register: an ES module\'s named import of fork, also one made before the hook', { timeout: 60_000 }, () => {
   assert.deepStrictEqual(withoutPid(run(['--import', 'procwire/register', ESM_PARENT]).out),
     { procwire: true, early: null, reply: ECHO, code: 0 });
