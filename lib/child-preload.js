@@ -16,8 +16,7 @@ const ENV_MAX_MESSAGE_SIZE = 'PROCWIRE_NATIVE_MAX_MESSAGE_SIZE';
 
 function setup() {
   const fdText = process.env[ENV_FD];
-  const { isMainThread } = require('worker_threads');
-  if (fdText === undefined || !isMainThread) return;
+  if (fdText === undefined || !require('./main-thread').isMainThread()) return;
   const serialization = process.env[ENV_SERIALIZATION] === 'advanced' ? 'advanced' : 'json';
   const savedOptions = process.env[ENV_NODE_OPTIONS];
   // The parent's maxMessageSize, when it set one (checked there).
@@ -31,7 +30,9 @@ function setup() {
   const fd = Number(fdText);
   if (!Number.isInteger(fd) || fd < 0 || typeof process.send === 'function') return;
   const { binding } = require('./native');
-  const { Channel } = require('./channel');
+  // The class itself, not through lib/channel.js and lib/channel/index.js:
+  // two files fewer on a child's start.
+  const { Channel } = require('./channel/channel');
   const { setupChildProcess } = require('./child-process');
   binding.setBlocking(fd, false);
   const channel = new Channel(fd, {

@@ -13,18 +13,19 @@
 //     reading it before any user code), and both ends are native.
 // The wire format is Node's either way.
 
-const childProcess = require('child_process');
-const url = require('url');
 const { binding } = require('./native');
 const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
 const { kCloseContext, childCloseContext } = require('./error-context');
 const { debug } = require('./debug');
 const { invalidArg } = require('./validate');
-const { setupChildProcess } = require('./child-process');
+const { isMainThread } = require('./main-thread');
+// child_process, url and the ChildProcess surface are loaded by the first
+// fork(), not here: a procwire child (which loads this file for
+// procwire.parent) never forks, and child_process alone brings net, dgram
+// and streams.
 
 const CHILD_MODES = ['node', 'procwire', 'native'];
-const PRELOAD = require.resolve('./child-preload');
 // Options procwire reads and spawn() must not see.
 const PROCWIRE_OPTIONS = ['child', 'maxMessageSize', 'highWaterMark', 'maxQueuedBytes', 'outOfLine',
   'outOfLineThreshold', 'requestTimeout', 'maxSegmentsInFlight', 'maxConcurrentRequests', 'rings',
@@ -37,7 +38,7 @@ const LEGACY_CHANNEL_ALIAS = Number(process.versions.node.split('.')[0]) < 26;
 function validatedModulePath(modulePath) {
   const isURL = modulePath != null && typeof modulePath === 'object' && Boolean(modulePath.href) &&
     Boolean(modulePath.protocol) && modulePath.auth === undefined && modulePath.path === undefined;
-  if (isURL) modulePath = url.fileURLToPath(modulePath);
+  if (isURL) modulePath = require('url').fileURLToPath(modulePath);
   if (typeof modulePath !== 'string' && !(modulePath instanceof Uint8Array)) {
     throw nodeError('ERR_INVALID_ARG_TYPE', 'modulePath', 'of type string or an instance of Buffer or URL', modulePath);
   }
@@ -104,7 +105,7 @@ function setChannelEnv(env, mode, slot, serialization, maxMessageSize) {
     // Unset when NODE_OPTIONS was unset: the preload then removes it.
     delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
     if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
-    env.NODE_OPTIONS = `--require ${JSON.stringify(PRELOAD)}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
+    env.NODE_OPTIONS = `--require ${JSON.stringify(require.resolve('./child-preload'))}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
   } else {
     env.PROCWIRE_CHANNEL_FD = String(slot);
     env.PROCWIRE_SERIALIZATION = serialization;
@@ -217,7 +218,7 @@ function fork(modulePath, args, options) {
   delete spawnOptions.execPath;
   let child;
   try {
-    child = childProcess.spawn(options.execPath || process.execPath, [...execArgv, modulePath, ...args],
+    child = require('child_process').spawn(options.execPath || process.execPath, [...execArgv, modulePath, ...args],
       spawnOptions);
   } catch (err) {
     if (native) binding.closeFd(parentFd);
@@ -237,7 +238,7 @@ function fork(modulePath, args, options) {
     // A plain Node child reads Node's format only: no segments.
     segments: mode !== 'node',
   });
-  setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
+  require('./child-process').setupChildProcess(child, channel, { legacyChannelAlias: LEGACY_CHANNEL_ALIAS });
   // Requests the child's death rejects say which child, how it ended and
   // what it last wrote to a piped stderr.
   channel[kCloseContext] = childCloseContext(child);
@@ -253,8 +254,7 @@ let parentChannel;
 function getParent() {
   if (parentChannel !== undefined) return parentChannel;
   const fdText = process.env.PROCWIRE_CHANNEL_FD;
-  const { isMainThread } = require('worker_threads');
-  if (fdText === undefined || !isMainThread) {
+  if (fdText === undefined || !isMainThread()) {
     parentChannel = null;
     return null;
   }

@@ -2,7 +2,6 @@
 // procwire: fast, safe message channels between Node.js processes.
 
 const codec = require('./codec');
-const { Framer } = require('./framer');
 const { Channel } = require('./channel');
 const { fork, getParent } = require('./fork');
 const errors = require('./errors');
@@ -49,7 +48,11 @@ function getCluster() {
 
 module.exports = {
   codec,
-  Framer,
+  // Loaded when first asked for, as the other parts a forked child's
+  // channel does not need.
+  get Framer() {
+    return require('./framer').Framer;
+  },
   Channel,
   get Server() {
     return require('./transport/socket').Server;

@@ -15,6 +15,7 @@
 // `native` tells which is in use (procwire.native).
 
 const { Buffer } = require('buffer');
+const fs = require('fs');
 const path = require('path');
 const { makeError } = require('./errors');
 
@@ -42,6 +43,9 @@ function loadNative() {
   ];
   const errors = [];
   for (const file of candidates) {
+    // A missing candidate is skipped without a require() that throws (its
+    // error and stack cost a start-up as much as loading the addon).
+    if (!fs.existsSync(file)) continue;
     try {
       return { binding: require(file), file };
     } catch (err) {

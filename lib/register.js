@@ -137,48 +137,186 @@ function install() {
 }
 
 // Loading child_process itself (with net, dgram and streams behind it) is
-// most of what the hook could cost a process that never forks, so where
-// Node reports user requires and imports on diagnostics channels, the swap
-// waits for the first require of child_process or cluster (or the first ES
-// module loaded, whose builtin imports are not reported one by one); the
-// subscription is dropped then. Where Node does not report them (Node 20),
-// or child_process is loaded already, the swap happens now.
+// most of what the hook could cost a process that never forks (about 4 ms
+// of CPU on the 2-core CI machine, against 1 ms for the hook's own file), so
+// the swap waits for the first require of child_process or cluster:
+//   - where Node reports user requires and imports on diagnostics channels
+//     (Node 22 and later), through them, swapping also at the first ES
+//     module imported, whose builtin imports are not reported one by one,
+//     and after a require() that loaded child_process unreported (an ES
+//     module brought in by require());
+//   - where it does not (Node 20), through Module._load, which every
+//     require() of a CommonJS caller passes, put back as it was at the swap.
+//     There an ES module entry (or --import, a loader, module input) swaps
+//     now, since its imports bypass Module._load.
+// Where child_process is loaded already, the swap happens now.
 const REQUIRE_START = 'tracing:module.require:start';
+const REQUIRE_END = 'tracing:module.require:end';
 const IMPORT_START = 'tracing:module.import:start';
 const WATCHED = new Set(['child_process', 'node:child_process', 'cluster', 'node:cluster']);
+const CHILD_PROCESS_LOADED = 'NativeModule child_process';
 
-function watchForFork(dc) {
+function swapOnce() {
   let done = false;
-  let reported = false;
-  function swap() {
-    if (done) return;
+  return function swap() {
+    if (done) return false;
     done = true;
-    dc.unsubscribe(REQUIRE_START, onRequire);
-    dc.unsubscribe(IMPORT_START, onImport);
     if (process.moduleLoadList.includes('NativeModule internal/cluster/primary')) {
       debugLine('register: cluster was loaded before child_process was required (a server listened): ' +
         'its primary keeps Node\'s fork');
     }
-    install();
+    return install();
+  };
+}
+
+function watchChannels(dc, swap) {
+  let reported = false;
+  const loaded = newlyLoaded();
+  function unsubscribe() {
+    dc.unsubscribe(REQUIRE_START, onRequire);
+    dc.unsubscribe(REQUIRE_END, onRequireEnd);
+    dc.unsubscribe(IMPORT_START, onImport);
+  }
+  function stop() {
+    unsubscribe();
+    swap();
   }
   function onRequire(context) {
     reported = true;
-    if (context !== null && typeof context === 'object' && WATCHED.has(context.id)) swap();
+    if (context !== null && typeof context === 'object' && WATCHED.has(context.id)) stop();
+  }
+  // An ES module brought in by require() imports builtins unreported.
+  function onRequireEnd() {
+    if (loaded()) stop();
   }
   function onImport() {
-    swap();
+    stop();
   }
   dc.subscribe(REQUIRE_START, onRequire);
+  dc.subscribe(REQUIRE_END, onRequireEnd);
   dc.subscribe(IMPORT_START, onImport);
   // Whether this Node reports requires: one of a builtin already loaded.
   require('path');
-  if (!reported) swap();
+  if (!reported) unsubscribe();
+  return reported;
+}
+
+// A check of whether child_process has been loaded since the last call,
+// which reads only the builtins loaded since then.
+function newlyLoaded() {
+  let seen = process.moduleLoadList.length;
+  return function loaded() {
+    const list = process.moduleLoadList;
+    if (list.length === seen) return false;
+    const from = seen;
+    seen = list.length;
+    for (let i = from; i < list.length; i++) {
+      if (list[i] === CHILD_PROCESS_LOADED) return true;
+    }
+    return false;
+  };
+}
+
+// Whether this process's entry runs as an ES module (or ES modules load
+// before it), as Node 20 decides: --import, a loader, module input or
+// default type, an .mjs entry, a .js one under "type": "module", or one
+// whose package does not say and that has module syntax (Node 20.19 and
+// later detect it).
+const ESM_FLAG = /(^|\s)--(import|loader|experimental-loader|experimental-default-type|input-type=module|experimental-detect-module)\b/;
+function entryIsModule() {
+  if (process.execArgv.some((a) => ESM_FLAG.test(a)) || ESM_FLAG.test(process.env.NODE_OPTIONS || '')) return true;
+  const main = process.argv[1];
+  if (typeof main !== 'string' || process._eval != null) return false;
+  let file;
+  try {
+    file = require.resolve(main);
+  } catch {
+    // Node will fail to find it too.
+    return false;
+  }
+  const path = require('path');
+  const ext = path.extname(file);
+  if (ext === '.mjs') return true;
+  if (ext !== '.js') return false;
+  const type = packageType(path.dirname(file));
+  if (type !== undefined) return type === 'module';
+  return hasModuleSyntax(file);
+}
+
+// The "type" of the nearest package.json above dir, or undefined.
+function packageType(dir) {
+  const path = require('path');
+  const fs = require('fs');
+  for (; ; dir = path.dirname(dir)) {
+    let text = null;
+    try {
+      text = fs.readFileSync(path.join(dir, 'package.json'), 'utf8');
+    } catch {
+      // None here: the next directory up.
+    }
+    if (text !== null) {
+      try {
+        const { type } = JSON.parse(text);
+        return type === 'module' || type === 'commonjs' ? type : undefined;
+      } catch {
+        return undefined;
+      }
+    }
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+// Whether a file that no package.json types fails to compile as CommonJS
+// for a reason only an ES module has, which is how Node's detection tells.
+const MODULE_ONLY = /Cannot use import statement outside a module|Unexpected token 'export'|Cannot use 'import\.meta' outside a module|await is only valid in async functions and the top level bodies of modules/;
+function hasModuleSyntax(file) {
+  let source;
+  try {
+    source = require('fs').readFileSync(file, 'utf8');
+  } catch {
+    return false;
+  }
+  if (source.startsWith('#!')) source = `//${source}`;
+  try {
+    require('vm').compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname']);
+    return false;
+  } catch (err) {
+    return err instanceof SyntaxError && MODULE_ONLY.test(err.message);
+  }
+}
+
+// Node 20: Module._load sees every require() of a CommonJS caller. The
+// swap comes before cluster loads (its primary takes fork once, then), and
+// after any require that loaded child_process some other way (an ES module
+// brought in by require()), so a live `import { fork }` binding is brought
+// up to date before the caller runs on.
+function watchLoad(swap) {
+  const Module = require('module');
+  const originalLoad = Module._load;
+  const loaded = newlyLoaded();
+  function restore() {
+    if (Module._load === load) Module._load = originalLoad;
+    swap();
+  }
+  function load(request) {
+    if (WATCHED.has(request)) {
+      restore();
+      return originalLoad.apply(this, arguments);
+    }
+    const result = originalLoad.apply(this, arguments);
+    if (loaded()) restore();
+    return result;
+  }
+  Module._load = load;
 }
 
 function register() {
   if (optedOut()) return false;
-  if (process.moduleLoadList.includes('NativeModule child_process')) return install();
-  watchForFork(require('diagnostics_channel'));
+  if (process.moduleLoadList.includes(CHILD_PROCESS_LOADED)) return install();
+  const swap = swapOnce();
+  if (watchChannels(require('diagnostics_channel'), swap)) return true;
+  if (entryIsModule()) return swap();
+  watchLoad(swap);
   return true;
 }
 

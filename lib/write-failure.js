@@ -8,14 +8,12 @@
 // tick's flush; Channel calls channel[kWriteFailed](errnoName, written) then,
 // and the surface turns it into Node's error (lib/child-process-ipc.js).
 
-const os = require('os');
-
 const kWriteFailed = Symbol('procwire.writeFailed');
 
 // Node's ErrnoException(err, 'write'): "write EPIPE", with errno (negative,
 // as libuv's), code and syscall.
 function writeErrnoException(errnoName) {
-  const number = os.constants.errno[errnoName];
+  const number = require('os').constants.errno[errnoName];
   const err = new Error(`write ${errnoName}`);
   err.errno = number === undefined ? undefined : -number;
   err.code = errnoName;

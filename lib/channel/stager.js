@@ -5,7 +5,10 @@
 // It never touches the handle itself: the Writer drains it before every
 // other write (lib/channel/writer.js, #push), so frames keep their order.
 
-const fastCodec = require('../codec/advanced-fast');
+const codec = require('../codec');
+// The advanced fast path, loaded by the first stager enabled (an advanced
+// channel's).
+let fastCodec = null;
 const { makeError } = require('../errors');
 
 // The staging buffer's size. A batch goes at the latest after
@@ -21,6 +24,7 @@ class FrameStager {
   constructor(enabled) {
     // The channel's for its whole life; the handle keeps a reference.
     this.buffer = enabled ? Buffer.allocUnsafeSlow(STAGE_BYTES) : null;
+    if (enabled && fastCodec === null) fastCodec = codec.fastPath();
     this.bytes = 0;
     this.frames = 0;
     // How many writes into the handle are encoding a message right now. A

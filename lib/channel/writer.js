@@ -7,8 +7,9 @@
 // staged earlier in the tick are handed over before any other write, so
 // nothing overtakes them.
 
-const fastCodec = require('../codec/advanced-fast');
 const codec = require('../codec');
+// The advanced fast path, loaded by the first advanced channel's writer.
+let fastCodec = null;
 const { makeError } = require('../errors');
 const { invalidArg } = require('../validate');
 const { CMD } = require('../protocol');
@@ -77,6 +78,7 @@ class Writer {
     this.closedWritten = caps.written;
     this.segments = segments;
     this.fastMaxView = fastMaxView;
+    if (fastMaxView >= 0 && fastCodec === null) fastCodec = codec.fastPath();
     // Frames encoded by that encoder wait here until the next write or
     // flush; `pushed` counts them already.
     this.stager = new FrameStager(fastMaxView >= 0 && caps.stagedWrites);

@@ -6,8 +6,9 @@
 // socket.bind({ fd })). Also the NODE_SOCKET_* bookkeeping of the
 // connections a net.Server handed over.
 
-const net = require('net');
-const dgram = require('dgram');
+// net and dgram are taken when a handle is sent or received, not at load:
+// a native child's channel starts without them (Node's own child IPC loads
+// both; a procwire child need not).
 const EventEmitter = require('events');
 const { nodeError } = require('../errors');
 const { binding } = require('../native');
@@ -17,11 +18,13 @@ const { binding } = require('../native');
 // recognised by their class name, as they are not reachable through public
 // API otherwise.
 function handleType(handle) {
+  if (handle === null || typeof handle !== 'object') return null;
+  const net = require('net');
   if (handle instanceof net.Socket) return 'net.Socket';
   if (handle instanceof net.Server) return 'net.Server';
   const name = handle && handle.constructor ? handle.constructor.name : '';
   if (name === 'TCP' || name === 'Pipe') return 'net.Native';
-  if (handle instanceof dgram.Socket) return 'dgram.Socket';
+  if (handle instanceof require('dgram').Socket) return 'dgram.Socket';
   if (name === 'UDP') return 'dgram.Native';
   return null;
 }
@@ -208,14 +211,14 @@ function prepareSend(type, message, handle, options, protocol) {
 function receiveHandle(message, fd, done, protocol) {
   switch (message.type) {
     case 'net.Socket': {
-      const socket = new net.Socket({ fd, readable: true, writable: true });
+      const socket = new (require('net').Socket)({ fd, readable: true, writable: true });
       // A connection of the sender's server: it may ask how many are open.
       if (message.key) protocol.socketList('received', message.key).add(socket);
       done(socket);
       return;
     }
     case 'net.Server': {
-      const server = new net.Server();
+      const server = new (require('net').Server)();
       // exclusive: the descriptor is already listening; in a cluster worker
       // a non-exclusive listen would ask the primary for a server instead.
       server.listen({ fd, exclusive: true }, () => done(server));
@@ -225,7 +228,7 @@ function receiveHandle(message, fd, done, protocol) {
       // Node hands over the bare handle here. net.Socket makes it (TCP or
       // Pipe, from the descriptor's type) without starting to read; this
       // end then takes the handle and leaves the socket object behind.
-      const socket = new net.Socket({ fd, readable: false, writable: false });
+      const socket = new (require('net').Socket)({ fd, readable: false, writable: false });
       const raw = socket._handle;
       socket._handle = null;
       done(raw);
@@ -234,7 +237,7 @@ function receiveHandle(message, fd, done, protocol) {
     case 'dgram.Socket':
     case 'dgram.Native': {
       const type = message.dgramType === 'udp6' ? 'udp6' : 'udp4';
-      const socket = dgram.createSocket(type);
+      const socket = require('dgram').createSocket(type);
       socket.bind({ fd, exclusive: true }, () => done(socket));
       return;
     }

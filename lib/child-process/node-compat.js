@@ -4,7 +4,6 @@
 // code, and the serializer's own error for a value Node cannot send.
 
 const util = require('util');
-const v8 = require('v8');
 const { nodeError } = require('../errors');
 
 // The options of send(message) without any: Node's defaults, shared and
@@ -53,7 +52,7 @@ function nodeSerializationError(err, message, serialization) {
     if (serialization === 'json') {
       JSON.stringify(message);
     } else {
-      const serializer = new v8.Serializer();
+      const serializer = new (require('v8').Serializer)();
       serializer.writeHeader();
       serializer.writeValue(message);
     }

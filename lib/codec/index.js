@@ -16,22 +16,43 @@ const { Buffer } = require('buffer');
 const { binding } = require('../native');
 const { makeError, invalidArg } = require('../errors');
 const { FORMATS } = require('./formats');
-const fast = require('./advanced-fast');
-// json is JSON.stringify/JSON.parse plus UTF-8 either way; done here in
-// JavaScript (Node's own path) it skips the native call and the external
-// Buffer the binding returns, which measured as fast or faster for every
-// shape of bench/codec.js. Same bytes and coded errors as the binding
-// (test/fallback.test.js compares them).
-const jsCodec = require('../fallback/codec');
+// json is JSON.stringify/JSON.parse plus UTF-8 either way; done in
+// JavaScript (Node's own path, ../fallback/codec.js) it skips the native
+// call and the external Buffer the binding returns, which measured as fast
+// or faster for every shape of bench/codec.js. Same bytes and coded errors
+// as the binding (test/fallback.test.js compares them).
+//
+// Both JavaScript halves are loaded on first use, not here: a native json
+// channel (a forked child's, the common case) encodes and decodes in the
+// addon and never calls them, and loading them (with v8 and the advanced
+// fast path's 1,300 lines) was a third of such a child's start-up.
+let jsCodec = null;
+function jsonCodec() {
+  if (jsCodec === null) {
+    // Its advanced half uses the fast path, configured as before.
+    fastPath();
+    jsCodec = require('../fallback/codec');
+    jsCodec.setup(Buffer, makeError);
+  }
+  return jsCodec;
+}
 
-jsCodec.setup(Buffer, makeError);
-
-fast.configure({
-  writeString: binding.writeString,
-  readOneByteString: binding.readOneByteString,
-});
-
-const NOT_FAST = fast.NOT_FAST;
+let fast = null;
+let NOT_FAST = null;
+// The advanced format's JavaScript fast path, configured with the addon's
+// string helpers; lib/channel/ takes it from here when a channel is advanced.
+function fastPath() {
+  if (fast === null) {
+    const loaded = require('./advanced-fast');
+    loaded.configure({
+      writeString: binding.writeString,
+      readOneByteString: binding.readOneByteString,
+    });
+    NOT_FAST = loaded.NOT_FAST;
+    fast = loaded;
+  }
+  return fast;
+}
 
 function checkPayload(payload) {
   if (!ArrayBuffer.isView(payload)) throw invalidArg('payload must be a Buffer, TypedArray or DataView');
@@ -60,18 +81,18 @@ function register(format, encode, decode, decodeRange) {
 
 register(FORMATS.advanced,
   (value) => {
-    const frame = fast.encodeCopy(value);
+    const frame = fastPath().encodeCopy(value);
     return frame !== null ? frame : binding.encode(FORMATS.advanced.id, value);
   },
   (payload) => {
-    const value = fast.decode(payload, false);
+    const value = fastPath().decode(payload, false);
     return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, payload);
   },
   (bytes, start, length) => {
-    const value = fast.decodeRange(bytes, start, length);
+    const value = fastPath().decodeRange(bytes, start, length);
     return value !== NOT_FAST ? value : binding.decode(FORMATS.advanced.id, bytes.subarray(start, start + length));
   });
-register(FORMATS.json, jsCodec.encodeJson, jsCodec.decodeJson);
+register(FORMATS.json, (value) => jsonCodec().encodeJson(value), (payload) => jsonCodec().decodeJson(payload));
 
 // The codec called `name`, or undefined.
 function codecFor(name) {
@@ -90,6 +111,7 @@ for (const [name, codec] of CODECS) publicCodecs[name] = codec;
 Object.defineProperties(publicCodecs, {
   codecFor: { value: codecFor },
   codecNames: { value: codecNames },
+  fastPath: { value: fastPath },
 });
 
 module.exports = publicCodecs;

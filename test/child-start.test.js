@@ -1,0 +1,69 @@
+'use strict';
+// What a forked child loads before its first answer (the goal: a bare
+// procwire.fork start no slower than child_process.fork's). A structural
+// check, not a timing: the child's start loads only what its first message
+// needs, so none of procwire's parts for other uses (the advanced fast path,
+// the JavaScript codec, framer, pools, listeners, cluster, security), and no
+// builtin a bare `node` has not loaded that Node's own child IPC would not
+// need either (child_process, net, dgram, v8, worker_threads). The speed
+// itself is measured by bench/fork-start.js.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const childProcess = require('child_process');
+const path = require('path');
+const procwire = require('..');
+
+const CHILD = path.join(__dirname, 'fixtures', 'start-child.js');
+const NOT_AT_START = [
+  /^lib[\\/]codec[\\/]advanced-fast\.js$/, /^lib[\\/]fallback[\\/]/, /^lib[\\/]framer\.js$/, /^lib[\\/]pool[\\/]/,
+  /^lib[\\/]transport[\\/](index|socket|tls|stream|server|fallback)\.js$/, /^lib[\\/]transport[\\/]nats[\\/]/,
+  /^lib[\\/]cluster\.js$/, /^lib[\\/]security[\\/]/, /^lib[\\/]auth\.js$/,
+];
+const BUILTINS = ['child_process', 'net', 'dgram', 'v8', 'worker_threads'];
+
+// The builtins a bare `node` of this line has loaded once it runs user code.
+const bare = new Set(JSON.parse(childProcess.execFileSync(process.execPath,
+  ['-p', 'JSON.stringify(process.moduleLoadList)'], { encoding: 'utf8', timeout: 30_000 })));
+
+async function firstAnswer(child, procwireMode) {
+  const exited = new Promise((resolve, reject) => {
+    child.once('exit', (code, signal) => reject(new Error(`the child exited (${code ?? signal}) before answering`)));
+  });
+  const answer = procwireMode
+    ? child.request(0, { timeout: 30_000 })
+    : new Promise((resolve) => {
+      child.once('message', resolve);
+      child.send(0);
+    });
+  try {
+    return await Promise.race([answer, exited]);
+  } finally {
+    child.kill();
+  }
+}
+
+function check(what, loaded) {
+  const extra = loaded.files.filter((f) => NOT_AT_START.some((re) => re.test(f)));
+  assert.deepStrictEqual(extra, [], `${what} loaded ${extra.join(', ')} at start`);
+  const builtins = BUILTINS.filter((b) => loaded.builtins.includes(`NativeModule ${b}`) && !bare.has(`NativeModule ${b}`));
+  assert.deepStrictEqual(builtins, [], `${what} loaded the builtins ${builtins.join(', ')} at start`);
+}
+
+test('a native child (the default) loads only what its first message needs', { timeout: 60_000 }, async () => {
+  const child = procwire.fork(CHILD, ['plain']);
+  const loaded = await firstAnswer(child, false);
+  assert.ok(loaded.files.includes(path.join('lib', 'child-preload.js')), 'the child ran the preload');
+  check('a native child', loaded);
+});
+
+test('a procwire child (procwire.parent) loads only what its first message needs', { timeout: 60_000 }, async () => {
+  const child = procwire.fork(CHILD, ['procwire'], { child: 'procwire' });
+  check('a procwire child', await firstAnswer(child, true));
+});
+
+test('an advanced native child loads the advanced fast path only when its channel is advanced', { timeout: 60_000 }, async () => {
+  const child = procwire.fork(CHILD, ['plain'], { serialization: 'advanced' });
+  const loaded = await firstAnswer(child, false);
+  assert.ok(loaded.files.includes(path.join('lib', 'codec', 'advanced-fast.js')), 'advanced-fast was not loaded');
+});
