@@ -45,10 +45,25 @@ function checkPayload(payload) {
 //       (a channel's batch of small frames)
 const CODECS = new Map();
 
+// The engine's own RangeErrors while encoding (a json text over V8's maximum
+// string length, a value nested deeper than the serializer can recurse)
+// become procwire's coded error, the RangeError as its cause, as a
+// channel's send() reports them. Errors that already have a code stay.
+function unserializable(err) {
+  if (!(err instanceof RangeError) || err.code !== undefined) return err;
+  return makeError('ERR_PROCWIRE_UNSERIALIZABLE', `the message cannot be serialized: ${err.message}`, err);
+}
+
 function register(format, encode, decode, decodeRange) {
   const entry = {
     ...format,
-    encode,
+    encode(value) {
+      try {
+        return encode(value);
+      } catch (err) {
+        throw unserializable(err);
+      }
+    },
     decode(payload) {
       checkPayload(payload);
       return decode(payload);
