@@ -52,9 +52,10 @@ test('a request whose result is over-long json rejects with a coded error; both 
   // The worker's own send() of such a value throws the coded error.
   const reported = messageWithin(worker, WITHIN, "the worker's report", (m) => m && m.report);
   worker.send('send-big');
-  assert.deepStrictEqual((await reported).report, {
-    name: 'UnserializableError', code: 'ERR_PROCWIRE_UNSERIALIZABLE', cause: 'RangeError',
-    message: 'the message cannot be serialized: Invalid string length',
+  const { report } = await reported;
+  assert.match(report.message, /Invalid string length/);
+  assert.deepStrictEqual({ ...report, message: undefined }, {
+    name: 'UnserializableError', code: 'ERR_PROCWIRE_UNSERIALIZABLE', cause: 'RangeError', message: undefined,
   });
   // So does the parent's request with such an argument, and nothing of it
   // was queued.
