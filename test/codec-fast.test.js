@@ -115,6 +115,7 @@ function declined() {
     ['class instance', new Point()],
     ['proxy', { p: new Proxy({ a: 1 }, {}) }],
     ['array with holes', [1, , 3]], // eslint-disable-line no-sparse-arrays
+    ['a long array', Array.from({ length: 128 }, (_, i) => i)],
     ['frozen array', Object.freeze([1, 2])],
     ['ArrayBuffer', new ArrayBuffer(4)],
     // No user code runs on the fast path (issue 29): ValueSerializer runs

@@ -572,6 +572,14 @@ function writePlainObject(o) {
   writeVarint(written);
 }
 
+// Arrays from this length on go to ValueSerializer, before any element is
+// looked at. Each element here costs a check that it is no getter (a call
+// into V8's C++ per element: see ownDataValue), which ValueSerializer
+// does not pay for an array whose elements V8 keeps packed: from about a
+// hundred elements on it encodes the array faster than this loop (1,000
+// numbers: about x2.5 on Node 20; arrays of objects break even sooner).
+const LONG_ARRAY = 128;
+
 function writeArray(a) {
   // V8 writes an array sparse when its elements are holey, frozen, sealed
   // or not extensible; those go to ValueSerializer.
@@ -583,6 +591,7 @@ function writeArray(a) {
   if (arrayPrototypeIsClean === 0) arrayPrototypeIsClean = hasNoEnumerableKeys(ArrayPrototype) ? 1 : 2;
   if (arrayPrototypeIsClean !== 1) throw DECLINE;
   const length = a.length;
+  if (length >= LONG_ARRAY) throw DECLINE;
   // Object.keys lists the enumerable indexes ascending, then the other
   // keys: a hole or a non-enumerable element (V8 writes either array
   // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
@@ -601,8 +610,6 @@ function writeArray(a) {
   let numbers = 0;
   let doubles = 0;
   for (let i = 0; i < length; i++) {
-    // A hole or an element getter declines here (V8 writes such an array
-    // sparse, and the getter must run only there).
     // An element getter declines before it runs (V8 writes such an array
     // sparse, and runs the getter there).
     if (lookupGetter.call(a, i) !== undefined) throw DECLINE;

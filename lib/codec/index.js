@@ -66,6 +66,17 @@ function checkPayload(payload) {
 //       (a channel's batch of small frames)
 const CODECS = new Map();
 
+// The engine's own RangeError from ValueSerializer (a value nested deeper
+// than it can recurse) becomes procwire's coded error, the RangeError as its
+// cause, as a channel's send() reports it; json's are mapped in its encoder
+// (lib/fallback/codec.js). Errors that already have a code stay. Only the
+// path past the JavaScript encoder pays for the try, which declines what it
+// cannot write (a RangeError of its own included) instead of throwing.
+function unserializable(err) {
+  if (!(err instanceof RangeError) || err.code !== undefined) return err;
+  return makeError('ERR_PROCWIRE_UNSERIALIZABLE', `the message cannot be serialized: ${err.message}`, err);
+}
+
 function register(format, encode, decode, decodeRange) {
   const entry = {
     ...format,
@@ -82,7 +93,12 @@ function register(format, encode, decode, decodeRange) {
 register(FORMATS.advanced,
   (value) => {
     const frame = fastPath().encodeCopy(value);
-    return frame !== null ? frame : binding.encode(FORMATS.advanced.id, value);
+    if (frame !== null) return frame;
+    try {
+      return binding.encode(FORMATS.advanced.id, value);
+    } catch (err) {
+      throw unserializable(err);
+    }
   },
   (payload) => {
     const value = fastPath().decode(payload, false);

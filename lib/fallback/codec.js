@@ -143,10 +143,18 @@ function encodeAdvanced(value) {
   return frame;
 }
 
-function isTypeError(err) {
+// Whether err is an engine error of the class called `name` (TypeError,
+// RangeError), read without trusting its own properties.
+function isNativeErrorNamed(err, name) {
   if (!isNativeError(err)) return false;
   const proto = ObjectGetPrototypeOf(err);
-  return proto !== null && typeof proto.constructor === 'function' && proto.constructor.name === 'TypeError';
+  return proto !== null && typeof proto.constructor === 'function' && proto.constructor.name === name;
+}
+
+function unserializableJson(err) {
+  let message;
+  try { message = String(err); } catch { message = 'value cannot be serialized as JSON'; }
+  return coded('ERR_PROCWIRE_UNSERIALIZABLE', message, err);
 }
 
 function encodeJson(value) {
@@ -154,15 +162,21 @@ function encodeJson(value) {
   try {
     text = JSONStringify(value);
   } catch (err) {
-    // JSON.stringify's own TypeErrors (BigInt, cycles) become coded errors;
-    // anything else (a throwing toJSON) stays the user's.
-    if (!isTypeError(err)) throw err;
-    let message;
-    try { message = String(err); } catch { message = 'value cannot be serialized as JSON'; }
-    throw coded('ERR_PROCWIRE_UNSERIALIZABLE', message, err);
+    // JSON.stringify's own TypeErrors (BigInt, cycles) and RangeErrors (a
+    // text over V8's maximum string length, nesting too deep) become coded
+    // errors; anything else (a throwing toJSON) stays the user's.
+    if (!isNativeErrorNamed(err, 'TypeError') && !isNativeErrorNamed(err, 'RangeError')) throw err;
+    throw unserializableJson(err);
   }
   if (text === undefined) text = 'undefined';
-  return state.Buffer.from(`${text}\n`, 'utf8');
+  // A text of exactly V8's maximum length has no room for its newline.
+  let line;
+  try {
+    line = `${text}\n`;
+  } catch (err) {
+    throw unserializableJson(err);
+  }
+  return state.Buffer.from(line, 'utf8');
 }
 
 class Decoder extends v8.DefaultDeserializer {

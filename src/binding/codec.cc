@@ -105,8 +105,16 @@ bool DecodeUnchecked(AddonData* data, Local<Context> context, WireFormat format,
   Isolate* isolate = data->isolate;
   if (format == WireFormat::kJson) {
     Local<String> text;
-    if (size > static_cast<size_t>(String::kMaxLength) ||
-        !String::NewFromUtf8(isolate, reinterpret_cast<const char*>(payload), v8::NewStringType::kNormal,
+    // V8 makes no string of more bytes than its maximum string length (a
+    // peer that raised maxMessageSize past it can send one): the frame is
+    // reported with that reason and skipped, as any undecodable payload is.
+    if (size > static_cast<size_t>(String::kMaxLength)) {
+      *failure_code = "ERR_PROCWIRE_DECODE";
+      *failure_message =
+          "payload could not be decoded: its json text is longer than V8's maximum string length";
+      return false;
+    }
+    if (!String::NewFromUtf8(isolate, reinterpret_cast<const char*>(payload), v8::NewStringType::kNormal,
                              static_cast<int>(size))
              .ToLocal(&text)) {
       return false;
