@@ -14,15 +14,16 @@
 # .test-deps/libraries/NAME/ (installed once; never a procwire dependency).
 #
 #   LIBRARY_SUITE_SECONDS=150   time limit of one run of one suite
+#   LIBRARY_SUITES=worker-farm@1.7.0   run only these (space-separated)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-# name | packages to install | package directory | command run in it
+# name (also its prefix's) | packages to install | package directory | command run in it
 libraries=(
-  "workerpool|workerpool@3.1.2 mocha@2.5.3|workerpool|node ../mocha/bin/_mocha test --timeout 10000 --reporter tap"
-  "worker-farm|worker-farm@1.7.0 tape@4.10.2|worker-farm|node tests/"
-  "recluster|recluster@1.0.0 tap@0.4.13|recluster|node test/index.js; node test/termination.js"
+  "workerpool@3.1.2|workerpool@3.1.2 mocha@2.5.3|workerpool|node ../mocha/bin/_mocha test --timeout 10000 --reporter tap"
+  "worker-farm@1.7.0|worker-farm@1.7.0 tape@4.10.2|worker-farm|node tests/"
+  "recluster@1.0.0|recluster@1.0.0 tap@0.4.13|recluster|node test/index.js; node test/termination.js"
 )
 
 budget="${LIBRARY_SUITE_SECONDS:-150}"
@@ -56,6 +57,7 @@ run() {
 
 for entry in "${libraries[@]}"; do
   IFS='|' read -r name pins package command <<< "$entry"
+  [ -n "${LIBRARY_SUITES:-}" ] && [[ " $LIBRARY_SUITES " != *" $name "* ]] && continue
   install "$name" "$pins" || { status=1; continue; }
   dir="$root/.test-deps/libraries/$name/node_modules/$package"
   logs="$(mktemp -d)"
