@@ -109,3 +109,11 @@ test("jest's --json report, by file and full name", () => {
   assert.strictEqual(status, 1);
   assert.match(out, /'__tests__\/a\.test\.ts › ProcessWorker recycles' passes plainly/);
 });
+
+test('SUITE_NOT_COMPARED names tests that are reported but do not fail the check', () => {
+  const hooked = TAPE_PLAIN.replace('ok 1 pid makes sense', 'not ok 1 pid makes sense');
+  assert.strictEqual(compare('tap', [TAPE_PLAIN, hooked]).status, 1);
+  const { status, out } = compare('tap', [TAPE_PLAIN, hooked], { SUITE_NOT_COMPARED: ' › pid makes sense' });
+  assert.strictEqual(status, 0, out);
+  assert.match(out, /failed with the hook, not compared: simple › pid makes sense 4400 vs 3372/);
+});
