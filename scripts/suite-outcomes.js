@@ -3,16 +3,18 @@
 // and with NODE_OPTIONS="--require procwire/register" (scripts/library-suites.sh,
 // scripts/upstream-suites.sh):
 //
-//   node scripts/suite-outcomes.js FORMAT NAME PLAIN_LOG REGISTER_LOG [RETRY_LOG]
+//   node scripts/suite-outcomes.js FORMAT NAME PLAIN_LOG REGISTER_LOG [RETRY_LOG [PLAIN_RETRY_LOG]]
 //
 // FORMAT is `tap` (TAP from tape, node-tap or mocha's tap reporter) or `jest`
 // (the file jest --json --outputFile writes). It prints the counts of both runs
 // and every test that fails plainly too (old suites on a newer Node: reported,
 // not hidden), and exits 1 naming each test that passes plainly and fails with
-// the hook. A test whose hooked run failed once and passed in RETRY_LOG (a
-// second hooked run, made only when the first showed a difference) is named as
-// such and does not fail the check: a loaded machine makes some of these old
-// suites' timing and pid assertions flaky either way.
+// the hook. When the first two runs differ, the caller runs the suite again
+// both ways (RETRY_LOG hooked, PLAIN_RETRY_LOG plain): a test then counts
+// only if it passed in both plain runs and failed in both hooked ones, and
+// one that passed in a second hooked run, or failed in the second plain run,
+// is named as such and does not fail the check. These old suites assert on
+// timing and pids, which a loaded machine upsets either way.
 //
 // SUITE_NOT_COMPARED, a regular expression, names tests that are run and
 // reported but not compared, because they measure the machine rather than
@@ -110,14 +112,16 @@ function tally(tests) {
 }
 
 function main() {
-  const [format, name, plainLog, registerLog, retryLog] = process.argv.slice(2);
+  const [format, name, plainLog, registerLog, retryLog, plainRetryLog] = process.argv.slice(2);
   const plain = tally(read(format, plainLog));
+  const plainRetry = plainRetryLog ? tally(read(format, plainRetryLog)) : null;
   const hooked = tally(read(format, registerLog));
   const retry = retryLog ? tally(read(format, retryLog)) : null;
   const line = (mode, t) => `${name} (${mode}): ${t.counts.pass} passed, ${t.counts.fail} failed, ${t.counts.skip} skipped`;
   console.log(line('plain', plain));
   console.log(line('register', hooked));
   if (retry !== null) console.log(line('register, second run', retry));
+  if (plainRetry !== null) console.log(line('plain, second run', plainRetry));
 
   const plainFailures = read(format, plainLog).filter((t) => t.outcome === 'fail');
   for (const test of plainFailures) console.log(`  ${name}: fails plainly too (not counted): ${test.name}`);
@@ -126,6 +130,10 @@ function main() {
   let regressions = 0;
   for (const k of plain.names.keys()) {
     if (!plain.passed(k) || hooked.passed(k)) continue;
+    if (plainRetry !== null && !plainRetry.passed(k)) {
+      console.log(`  ${name}: failed in the second plain run too, not counted: ${plain.names.get(k)}`);
+      continue;
+    }
     if (notCompared !== null && notCompared.test(plain.names.get(k))) {
       console.log(`  ${name}: passes plainly, failed with the hook, not compared: ${plain.names.get(k)}`);
       continue;

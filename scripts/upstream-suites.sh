@@ -79,7 +79,7 @@ prepare_workerpool() {
 # One run; stdout and stderr apart (the hook's debug lines go to stderr).
 run() {
   local mode="$1" options=""
-  [ "$mode" != plain ] && options="$hook"
+  [ "${mode#plain}" = "$mode" ] && options="$hook"
   local start
   start=$(date +%s)
   case "$suite" in
@@ -115,7 +115,8 @@ retry=()
 SUITE_RETRY=1 node "$root/scripts/suite-outcomes.js" "$format" "$suite" "$logs/plain.$ext" "$logs/register.$ext" > /dev/null
 if [ $? = 2 ]; then
   run retry
-  retry=("$logs/retry.$ext")
+  run plain-retry
+  retry=("$logs/retry.$ext" "$logs/plain-retry.$ext")
 fi
 node "$root/scripts/suite-outcomes.js" "$format" "$suite" "$logs/plain.$ext" "$logs/register.$ext" "${retry[@]}" || status=1
 echo "logs: $logs"

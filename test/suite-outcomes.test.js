@@ -117,3 +117,11 @@ test('SUITE_NOT_COMPARED names tests that are reported but do not fail the check
   assert.strictEqual(status, 0, out);
   assert.match(out, /failed with the hook, not compared: simple › pid makes sense 4400 vs 3372/);
 });
+
+test('a test that failed in the second plain run does not count against the hook', () => {
+  const hooked = TAPE_PLAIN.replace('ok 2 result', 'not ok 2 result');
+  const { status, out } = compare('tap', [TAPE_PLAIN, hooked, hooked, hooked]);
+  assert.strictEqual(status, 0, out);
+  assert.match(out, /failed in the second plain run too, not counted: simple › result/);
+  assert.strictEqual(compare('tap', [TAPE_PLAIN, hooked, hooked, TAPE_PLAIN]).status, 1);
+});
