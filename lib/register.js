@@ -32,10 +32,19 @@ function optedOut() {
   return value !== undefined && OPT_OUT_VALUES.includes(value.toLowerCase());
 }
 
+// The hook's lines go to NODE_DEBUG=procwire, and also to its own section,
+// NODE_DEBUG=procwire_register, which adds one line per fork it served: a
+// check can then count the forks without procwire's other debug lines, which
+// a tool capturing its workers' stderr would see.
 let debug = null;
-function debugLine(text) {
-  if (debug === null) debug = require('util').debuglog('procwire');
-  debug(text);
+let registerDebug = null;
+function debugLine(text, served = false) {
+  if (debug === null) {
+    debug = require('util').debuglog('procwire');
+    registerDebug = require('util').debuglog('procwire_register');
+  }
+  if (!served && debug.enabled) debug(text);
+  else registerDebug(text);
 }
 
 // fork's options argument as Node finds it: fork(path, options) or
@@ -114,7 +123,11 @@ function install() {
     if (reason === null && nativeAddon !== true) reason = 'the native addon is not available';
     if (reason === null) {
       try {
-        return procwireFork(modulePath, ...withNodeLimits(args, options));
+        const child = procwireFork(modulePath, ...withNodeLimits(args, options));
+        // One line per served fork, so a check (scripts/library-suites.sh)
+        // can tell that a tool's forks really went through procwire.
+        debugLine(`register: child_process.fork(${String(modulePath)}) forked through procwire`, true);
+        return child;
       } catch (err) {
         // Argument errors are Node's own (procwire's fork checks as Node's
         // does) and are thrown as Node would; procwire's own failures

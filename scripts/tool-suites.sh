@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The real-use suites of tools that fork (test/tools/*.suite.js: jest-worker,
 # workerpool, tinypool's child_process runtime, mocha --parallel, and
-# Vitest with procwire/vitest's pool), each run
+# Vitest with procwire/vitest's pool), then the own test suites that some
+# libraries ship (scripts/library-suites.sh), each run
 # plain and with NODE_OPTIONS="--require procwire/register", on this
 # machine's Node only. Fails when a suite fails either way, naming the tests,
 # and in particular when a test that passes plainly fails with the hook.
 #
 # The tools are installed once, pinned, into the private prefix .test-deps/
-# (no dependency of procwire); their published packages ship no tests of
-# their own, so the suites use each tool as its users do.
+# (no dependency of procwire); the current packages of these tools ship no
+# tests of their own, so the suites use each tool as its users do.
 #
 #   TOOL_SUITE_SECONDS=300   time limit of one suite run
 set -uo pipefail
@@ -72,4 +73,8 @@ for suite in test/tools/*.suite.js; do
   done
   unset outcome
 done
+
+# The libraries' own shipped test suites (workerpool 3, worker-farm,
+# recluster), compared the same way, in this section's time budget.
+bash scripts/library-suites.sh || status=1
 exit $status

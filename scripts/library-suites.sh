@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The OWN test suites of libraries that fork, as their authors wrote them and
+# as the npm registry ships them, each run plain and with
+# NODE_OPTIONS="--require <root>/lib/register.js", on this machine's Node.
+# Called by scripts/tool-suites.sh (one section of scripts/test.sh, one time
+# budget). Fails naming each test that passes plainly and fails with the hook,
+# a suite that does not finish within its budget, and a hooked run in which
+# no fork went through procwire (it would prove nothing). Tests that fail
+# plainly too (suites written for older Node lines) are listed, not hidden.
+#
+# Only these versions ship their tests in the registry (later ones publish
+# their build only), so these are pinned; each library, with the test runner
+# its suite was written for, goes into its own private prefix
+# .test-deps/libraries/NAME/ (installed once; never a procwire dependency).
+#
+#   LIBRARY_SUITE_SECONDS=150   time limit of one run of one suite
+#   LIBRARY_SUITES=worker-farm@1.7.0   run only these (space-separated)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+# name (also its prefix's) | packages to install | package directory | command
+# run in it | tests run and reported but not compared (a regular expression)
+# because they measure the machine: worker-farm asserts that a worker's pid is
+# within 750 of its parent's, true only where few other processes start
+# meanwhile (on a shared machine, the longer a run, the likelier it fails).
+libraries=(
+  "workerpool@3.1.2|workerpool@3.1.2 mocha@2.5.3|workerpool|node ../mocha/bin/_mocha test --timeout 10000 --reporter tap|"
+  "worker-farm@1.7.0|worker-farm@1.7.0 tape@4.10.2|worker-farm|node tests/| › pid makes sense"
+  "recluster@1.0.0|recluster@1.0.0 tap@0.4.13|recluster|node test/index.js; node test/termination.js|"
+)
+
+budget="${LIBRARY_SUITE_SECONDS:-150}"
+status=0
+
+# Installs one library and its runner into its own prefix, once per pin set.
+install() {
+  local name="$1" pins="$2" prefix="$root/.test-deps/libraries/$1"
+  [ "$(cat "$prefix/.installed" 2>/dev/null)" = "$pins" ] && return 0
+  mkdir -p "$prefix"
+  echo '{ "private": true }' > "$prefix/package.json"
+  # shellcheck disable=SC2086
+  if ! npm install --prefix "$prefix" --no-audit --no-fund --ignore-scripts --no-save $pins >/dev/null; then
+    echo "✖ library suites: could not install $pins into .test-deps/libraries/$name/"
+    return 1
+  fi
+  echo "$pins" > "$prefix/.installed"
+}
+
+# Runs one suite once; stdout (the TAP) and stderr go to separate files.
+# Prints the exit status, 124 when the budget ran out.
+run() {
+  local dir="$1" command="$2" options="$3" out="$4" err="$5"
+  (
+    cd "$dir" || exit 1
+    NODE_OPTIONS="$options" NODE_DEBUG="${options:+procwire_register}" \
+      timeout --kill-after=10 "$budget" bash -c "$command" > "$out" 2> "$err"
+  )
+  echo $?
+}
+
+for entry in "${libraries[@]}"; do
+  IFS='|' read -r name pins package command notCompared <<< "$entry"
+  export SUITE_NOT_COMPARED="$notCompared"
+  [ -n "${LIBRARY_SUITES:-}" ] && [[ " $LIBRARY_SUITES " != *" $name "* ]] && continue
+  install "$name" "$pins" || { status=1; continue; }
+  dir="$root/.test-deps/libraries/$name/node_modules/$package"
+  logs="$(mktemp -d)"
+  hook="--require $root/lib/register.js"
+  failed=0
+  for mode in plain register; do
+    options=""
+    [ "$mode" = register ] && options="$hook"
+    start=$(date +%s)
+    rc=$(run "$dir" "$command" "$options" "$logs/$mode.tap" "$logs/$mode.err")
+    echo "$name ($mode): exit $rc, $(( $(date +%s) - start )) s"
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      echo "✖ $name ($mode) did not finish within $budget s"
+      failed=1
+    fi
+  done
+  # The hooked run counts the forks procwire served (one debug line each):
+  # a suite whose forks all went to Node's own fork would pass twice and
+  # prove nothing.
+  served=$(grep -c 'register: child_process.fork(.*) forked through procwire' "$logs/register.err")
+  fellBack=$(grep -c "register: child_process.fork(.*) runs Node's own fork" "$logs/register.err")
+  echo "$name (register): $served forks served by procwire, $fellBack by Node's own fork"
+  if [ "$served" = 0 ]; then
+    echo "✖ $name: no fork went through procwire in the hooked run"
+    grep -m5 'PROCWIRE' "$logs/register.err"
+    failed=1
+  fi
+  # Old suites assert on timing and pids: when a test passes plainly and
+  # fails with the hook, the suite runs again both ways before it counts (it
+  # must pass in both plain runs and fail in both hooked ones), and
+  # suite-outcomes.js names what the second runs settled.
+  retry=()
+  SUITE_RETRY=1 node scripts/suite-outcomes.js tap "$name" "$logs/plain.tap" "$logs/register.tap" > /dev/null
+  if [ $? = 2 ]; then
+    run "$dir" "$command" "$hook" "$logs/retry.tap" "$logs/retry.err" > /dev/null
+    run "$dir" "$command" "" "$logs/plain-retry.tap" "$logs/plain-retry.err" > /dev/null
+    retry=("$logs/retry.tap" "$logs/plain-retry.tap")
+  fi
+  node scripts/suite-outcomes.js tap "$name" "$logs/plain.tap" "$logs/register.tap" "${retry[@]}" || failed=1
+  [ "$failed" = 1 ] && status=1
+  rm -rf "$logs"
+done
+exit $status
