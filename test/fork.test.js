@@ -262,6 +262,8 @@ test('the ChildProcess surface: send, internalMessage, channel, disconnect, erro
       obs.jsonEcho = (await nextMessage(child)).message;
       obs.errors = {
         nullOptions: thrown(() => child.send({}, null, null)),
+        // workerpool 3 passes an array here: Node refuses it.
+        arrayOptions: thrown(() => child.send({}, 0, [])),
         numberOptions: thrown(() => child.send({}, undefined, 5)),
         missing: thrown(() => child.send(undefined)),
         symbol: thrown(() => child.send(Symbol('s'))),
@@ -311,6 +313,7 @@ test('the ChildProcess surface: send, internalMessage, channel, disconnect, erro
   assert.strictEqual(observed.hasLegacyAlias, NODE_MAJOR < 26);
   assert.deepStrictEqual(observed.jsonEcho, { echo: { a: 1, m: {} } });
   assert.strictEqual(observed.errors.nullOptions.code, 'ERR_INVALID_ARG_TYPE');
+  assert.strictEqual(observed.errors.arrayOptions.code, 'ERR_INVALID_ARG_TYPE');
   assert.strictEqual(observed.errors.missing.code, 'ERR_MISSING_ARGS');
   assert.strictEqual(observed.errors.badHandle.code, 'ERR_INVALID_HANDLE_TYPE');
   assert.deepStrictEqual(observed.internalEvents.map((e) => e[0]), ['internalMessage', 'message']);

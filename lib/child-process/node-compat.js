@@ -20,7 +20,7 @@ function normalizeSendArgs(handle, options, callback) {
   } else if (typeof options === 'function') {
     callback = options;
     options = undefined;
-  } else if (options !== undefined && (options === null || typeof options !== 'object')) {
+  } else if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
     throw nodeError('ERR_INVALID_ARG_TYPE', 'options', 'of type object', options);
   }
   return [handle, { swallowErrors: false, ...options }, callback];
