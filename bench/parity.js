@@ -22,8 +22,8 @@ async function plan({ quick, repeats }) {
   const sizes = quick ? SIZES_QUICK : SIZES_FULL;
   // 1 MiB json round trips run at about 50/s here: a window must hold a
   // couple of dozen of them.
-  const warmMs = quick ? 150 : 500;
-  const windowMs = quick ? 450 : 1500;
+  const warmMs = quick ? 100 : 500;
+  const windowMs = quick ? 320 : 1500;
   return {
     name: 'parity',
     title: `Plain child: procwire parent against Node's parent (${IN_FLIGHT} in flight, child echoes)`,

@@ -235,8 +235,8 @@ async function plan({ quick, repeats }) {
   // a loaded machine longer): the first size's warm-up covers it.
   const sizes = quick ? QUICK_SIZES : SIZES;
   const warmSmallMs = quick ? 500 : 2500;
-  const warmMs = quick ? 150 : 600;
-  const windowMs = quick ? 300 : 1500;
+  const warmMs = quick ? 100 : 600;
+  const windowMs = quick ? 220 : 1500;
   const peers = PEERS.map((p) => {
     const out = { id: p.id, label: p.label };
     const missing = p.pkg ? peerMissing(p.pkg) : null;

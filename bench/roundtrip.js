@@ -171,8 +171,8 @@ async function plan({ quick, repeats, log, tmp }) {
     }
     return out;
   });
-  const warmMs = quick ? 40 : 200;
-  const windowMs = quick ? 150 : 1000;
+  const warmMs = quick ? 30 : 200;
+  const windowMs = quick ? 110 : 1000;
   return {
     name: 'roundtrip',
     title: 'Round trips/s by payload (256 in flight, child echoes)',

@@ -127,7 +127,7 @@ function runnerNotes(quick, tmp, log) {
 async function runInProcess({ quick, repeats, progress, log }) {
   const started = Date.now();
   repeats = repeats || (quick ? 1 : 3);
-  const ms = quick ? 250 : 3000;
+  const ms = quick ? 150 : 3000;
   const tools = POOLS.filter(installed);
   const samples = {};
   const driver = path.join(__dirname, 'peers', 'tool-pool.js');
