@@ -95,6 +95,21 @@ struct Counters {
 
 class NativeChannel;
 
+// Ends the channel with ERR_PROCWIRE_OUT_OF_MEMORY after an allocation for
+// the peer's data failed (the reader's and the ring side's reads catch
+// std::bad_alloc rather than let it abort the process). Delegate is the
+// caller's back-reference: data() and End() are all it needs.
+template <typename Delegate>
+void EndOutOfMemory(Delegate& delegate, Local<Context> context) {
+  Local<Value> err;
+  if (!MakeCodedError(delegate.data(), context, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                      "out of memory while reading from the peer; the channel was closed")
+           .ToLocal(&err)) {
+    return;
+  }
+  delegate.End(EndReason::kOutOfMemory, err);
+}
+
 }  // namespace procwire
 
 #endif  // PROCWIRE_BINDING_CHANNEL_COMMON_H_

@@ -22,13 +22,7 @@ void ChannelReader::OnReadable(Local<Context> context) {
     ReadAll(context);
   } catch (const std::bad_alloc&) {
     if (delegate_.closing() || delegate_.ended()) return;
-    Local<Value> err;
-    if (!MakeCodedError(delegate_.data(), context, "ERR_PROCWIRE_OUT_OF_MEMORY",
-                        "out of memory while reading from the peer; the channel was closed")
-             .ToLocal(&err)) {
-      return;
-    }
-    delegate_.End(EndReason::kOutOfMemory, err);
+    EndOutOfMemory(delegate_, context);
   }
 }
 

@@ -196,13 +196,7 @@ void RingSide::Poll() {
       v8::TryCatch try_catch(isolate);
       drained = Drain(context, &lists, &try_catch, UINT64_MAX, false);
     } catch (const std::bad_alloc&) {
-      Local<Value> err;
-      if (!MakeCodedError(delegate_.data(), context, "ERR_PROCWIRE_OUT_OF_MEMORY",
-                          "out of memory while reading from the peer; the channel was closed")
-               .ToLocal(&err)) {
-        return;
-      }
-      delegate_.End(EndReason::kOutOfMemory, err);
+      EndOutOfMemory(delegate_, context);
       return;
     }
     batch.Emit(lists);
