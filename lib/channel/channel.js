@@ -13,6 +13,10 @@ const { HandleProtocol } = require('../child-process/handle-protocol');
 const { handleType } = require('../child-process/handle-conversion');
 const { checkHandle, END_REASONS } = require('../transport/contract');
 const { nativeHandle } = require('../transport/native-handle');
+// Loaded with the channel, not on first use: a channel's close takes its
+// final stats, and a require() then can fail (EMFILE in a process out of
+// descriptors) where nothing can report it.
+const { publicStats } = require('../stats');
 const { settleClosed } = require('../error-context');
 const { debug } = require('../debug');
 const { validateObject, validateMessage, validateFunction } = require('../validate');
@@ -295,8 +299,7 @@ class Channel extends EventEmitter {
   stats() {
     if (this[kPhase] === 'closed') return this[kFinalStats];
     this[kWriter].drainStage();
-    // The stats layout is loaded when first asked for, not at a child's start.
-    return require('../stats').publicStats(this[kHandle].stats(), {
+    return publicStats(this[kHandle].stats(), {
       pendingRequests: this[kRequests].size,
       // On when both ends can: this end allows it and the peer said so.
       outOfLineEnabled: this.outOfLine !== 'never' && this[kSegments].peerTakes,
