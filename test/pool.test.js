@@ -66,6 +66,34 @@ test('an ES module worker: default export and a named async handler', async (t) 
   assert.strictEqual(await p.run('shout', { name: 'upper' }), 'SHOUT');
 });
 
+test('tasks given in one tick share a message each way, yet each fails alone: a task or result that cannot be sent, a worker exiting mid-batch', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 16 });
+  assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
+  const outcome = (promise) => promise.then((v) => v, (e) => [e.code, e.remote ? e.remote.code : null]);
+  const mixed = [
+    p.run({ a: 1, b: 2 }),
+    p.run({ fn() {} }, { name: 'echo' }),
+    p.run(null, { name: 'unsendable' }),
+    p.run({ a: 3, b: 4 }),
+    p.run('x', { name: 'echo' }),
+    p.run(1, { name: 'nope' }),
+  ];
+  assert.deepStrictEqual(await withTimeout(Promise.all(mixed.map(outcome)), STEP, 'the mixed batch'), [
+    3,
+    ['ERR_PROCWIRE_UNSERIALIZABLE', null],
+    ['ERR_PROCWIRE_REMOTE_ERROR', 'ERR_PROCWIRE_UNSERIALIZABLE'],
+    7,
+    'x',
+    ['ERR_PROCWIRE_POOL_NO_HANDLER', 'ERR_PROCWIRE_POOL_NO_HANDLER'],
+  ]);
+  // The answer given before the exit, in the same batch, still arrives;
+  // the tasks the worker held when it died fail with its exit.
+  const crashing = [p.run({ a: 5, b: 6 }), p.run(7, { name: 'crash' }), p.run({ a: 1, b: 1 })];
+  const settled = await withTimeout(Promise.all(crashing.map(outcome)), STEP, 'the crashing batch');
+  assert.deepStrictEqual(settled, [11, ['ERR_PROCWIRE_POOL_WORKER_EXITED', null], ['ERR_PROCWIRE_POOL_WORKER_EXITED', null]]);
+  assert.strictEqual(await p.run({ a: 20, b: 22 }), 42);
+});
+
 test('a worker that crashes mid-task rejects exactly its task, with pid, exit code and stderr; it is replaced', async (t) => {
   const p = pool(t, { minWorkers: 2, maxWorkers: 2 });
   await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');

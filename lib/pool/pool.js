@@ -15,7 +15,7 @@ const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
 const { poolSettings, runSettings } = require('./options');
 const { move, isMoved } = require('./move');
-const { kReady, kResult, kExit, kCancel } = require('./symbols');
+const { kReady, kResult, kExit, kCancel, kUnsent } = require('./symbols');
 
 const QUEUED = 1;
 const RUNNING = 2;
@@ -248,24 +248,35 @@ class Pool extends EventEmitter {
     t.startedAt = at;
     this.#waitTime.record(at - t.enqueuedAt);
     if (slot.load === 0) slot.busySince = at;
-    try {
-      slot.send(t);
-    } catch (err) {
-      // Not sent, so not run: a closed channel (the worker is dying) puts
-      // the task back first in line; anything else (an unserializable
-      // task, a refused transfer) is the task's own error.
-      if (err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') {
+    slot.send(t);
+  }
+
+  // Tasks a worker's channel did not take were not run. A closed channel
+  // (the worker is dying) puts them back first in line, in their order;
+  // anything else (an unserializable task, a refused transfer) is the
+  // task's own error. A task cancelled meanwhile was rejected already.
+  [kUnsent](slot, tasks, err) {
+    const closed = err !== null && typeof err === 'object' && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED';
+    if (closed) this.#scheduler.removeSlot(slot);
+    for (let i = tasks.length - 1; i >= 0; i--) {
+      const t = tasks[i];
+      if (t.state === RUNNING && closed && this.#phase !== 'closed') {
         t.state = QUEUED;
         t.slot = null;
-        this.#scheduler.removeSlot(slot);
         this.#scheduler.queue.unshift(t);
-        this.#grow();
-        return;
+        continue;
       }
+      const running = t.state === RUNNING;
       this.#finish(t);
-      t.reject(err);
+      if (running && closed) {
+        this.#cancelled++;
+        t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
+      } else if (running) {
+        t.reject(err);
+      }
       this.#taskGone();
     }
+    if (closed) this.#grow();
   }
 
   // Hands queued tasks to workers with room, oldest first.

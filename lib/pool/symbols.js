@@ -7,4 +7,5 @@ module.exports = {
   kResult: Symbol('procwire.pool.result'),
   kExit: Symbol('procwire.pool.exit'),
   kCancel: Symbol('procwire.pool.cancel'),
+  kUnsent: Symbol('procwire.pool.unsent'),
 };

@@ -4,13 +4,17 @@
 //
 // The wire, all on the channel's ordinary messages:
 //   parent -> [id, task] or [id, task, name]   run a task (id > 0)
+//   parent -> [0, id, task, name, ...]         run several (name null: the
+//                                              default handler); ./outbox.js
 //   parent -> id                               abort task id (its signal fires)
 //   child  -> 'ready'                          the module loaded; tasks may come
 //   child  -> { loadError }                    it did not: the error, serialized
 //   child  -> [id, result]                     task id returned result
 //   child  -> [-id, { name, message, code, stack }]   task id threw
+//   child  -> [0, ±id, result, ±id, result, ...]      several answers
 // A handler that returns a value (not a promise) is answered at once, with
-// no promise or closure of its own: small tasks cost one message each way.
+// no promise or closure of its own; the answers a batch of tasks gives at
+// once go back as one message, as the batch came.
 
 const path = require('path');
 const url = require('url');
@@ -18,6 +22,7 @@ const url = require('url');
 // needs none of it would load at every start.
 const parent = require('../fork').getParent();
 const { isMoved } = require('./move');
+const { BATCH, MAX_BATCH_TASKS } = require('./outbox');
 // The one serializeError in lib/, shared with the request responder.
 const { serializeError } = require('../channel/requests');
 
@@ -26,20 +31,76 @@ let defaultHandler = null;
 const handlers = new Map();
 // Running async tasks whose handler takes a signal: id -> AbortController.
 const controllers = new Map();
+// The answers given since the microtask queue last ran, sent together as
+// [BATCH, ±id, answer, ...] once it runs again (or when the batch is full):
+// the answers to a batch of tasks, sync or async, mostly go back as one
+// message, as the batch came. A process that exits sends them first.
+let answers = [BATCH];
+let answersQueued = false;
+const MAX_ANSWERS = 2 * MAX_BATCH_TASKS;
 
 function reply(id, value) {
+  if (isMoved(value)) {
+    // Its buffers go with a send of its own, after the answers before it.
+    flushAnswers();
+    sendAnswer(id, value);
+    return;
+  }
+  answers.push(id, value);
+  answersAdded();
+}
+
+function fail(id, err) {
+  answers.push(-id, serializeError(err));
+  answersAdded();
+}
+
+function answersAdded() {
+  if (answers.length > MAX_ANSWERS) flushAnswers();
+  else if (!answersQueued) {
+    answersQueued = true;
+    queueMicrotask(flushQueuedAnswers);
+  }
+}
+
+function flushQueuedAnswers() {
+  answersQueued = false;
+  flushAnswers();
+}
+
+// One message for the answers, unless one of them cannot be sent: then
+// each goes on its own, so only that task fails.
+function flushAnswers() {
+  const out = answers;
+  if (out.length === 1) return;
+  answers = [BATCH];
+  if (out.length === 3) {
+    sendAnswer(out[1], out[2]);
+    return;
+  }
+  try {
+    parent.send(out);
+  } catch {
+    for (let i = 1; i < out.length; i += 2) sendAnswer(out[i], out[i + 1]);
+  }
+}
+
+function sendAnswer(id, value) {
   try {
     if (isMoved(value)) parent.send([id, value.value], { transfer: value.transfer });
     else parent.send([id, value]);
   } catch (err) {
     // The result could not be sent (a function in it, a transfer refused):
     // the task fails with that error instead.
-    parent.send([-id, serializeError(err)]);
+    parent.send([-Math.abs(id), serializeError(err)]);
   }
 }
 
-function fail(id, err) {
-  parent.send([-id, serializeError(err)]);
+function runBatch(message) {
+  for (let i = 1; i < message.length; i += 3) {
+    const name = message[i + 2];
+    runTask(message[i], message[i + 1], name === null ? undefined : name);
+  }
 }
 
 // An async task settled: it is no longer abortable, and its answer goes out.
@@ -65,11 +126,10 @@ function noHandler(name) {
   return err;
 }
 
-function runTask(message) {
-  const id = message[0];
-  const fn = message.length > 2 ? handlers.get(message[2]) : defaultHandler;
+function runTask(id, task, name) {
+  const fn = name !== undefined ? handlers.get(name) : defaultHandler;
   if (typeof fn !== 'function') {
-    fail(id, noHandler(message.length > 2 ? message[2] : DEFAULT));
+    fail(id, noHandler(name !== undefined ? name : DEFAULT));
     return;
   }
   // Only a handler that declares a second parameter gets a signal: making
@@ -79,9 +139,9 @@ function runTask(message) {
   try {
     if (fn.length >= 2) {
       controller = new AbortController();
-      result = fn(message[1], controller.signal);
+      result = fn(task, controller.signal);
     } else {
-      result = fn(message[1]);
+      result = fn(task);
     }
   } catch (err) {
     fail(id, err);
@@ -107,7 +167,8 @@ function onMessage(message) {
     }
     return;
   }
-  runTask(message);
+  if (message[0] === BATCH) runBatch(message);
+  else runTask(message[0], message[1], message.length > 2 ? message[2] : undefined);
 }
 
 // Handlers from what the module exports: a function is the default
@@ -161,6 +222,8 @@ async function main() {
     return;
   }
   if (defaultHandler !== null) handlers.set(DEFAULT, defaultHandler);
+  // Ahead of the channel's own exit flush, which writes what is staged.
+  process.prependOnceListener('exit', flushAnswers);
   parent.on('message', onMessage);
   tell('ready');
 }

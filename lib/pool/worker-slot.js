@@ -7,7 +7,8 @@
 
 const path = require('path');
 const { fork } = require('../fork');
-const { kReady, kResult, kExit } = require('./symbols');
+const { TaskOutbox, BATCH } = require('./outbox');
+const { kReady, kResult, kExit, kUnsent } = require('./symbols');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
 const STDERR_TAIL = 4096;
@@ -50,6 +51,7 @@ class WorkerSlot {
     });
     this.pid = this.child.pid;
     this.channel = this.child.channel;
+    this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err));
     this.child.on('message', (m) => this.onMessage(m));
     this.child.on('error', () => { /* a failed kill or spawn: its exit reports it */ });
     this.child.stderr.on('data', (chunk) => this.onStderr(chunk));
@@ -62,14 +64,11 @@ class WorkerSlot {
 
   onMessage(m) {
     if (Array.isArray(m)) {
-      let id = m[0];
-      const ok = id > 0;
-      if (!ok) id = -id;
-      const task = this.tasks.get(id);
-      if (task === undefined) return;
-      this.tasks.delete(id);
-      this.load--;
-      this.pool[kResult](this, task, ok, m[1]);
+      if (m[0] === BATCH) {
+        for (let i = 1; i < m.length; i += 2) this.settle(m[i], m[i + 1]);
+      } else {
+        this.settle(m[0], m[1]);
+      }
       return;
     }
     if (m === 'ready' && this.state === STARTING) {
@@ -80,6 +79,17 @@ class WorkerSlot {
     }
   }
 
+  // One answer: a positive id returned its value, a negative one threw.
+  settle(id, value) {
+    const ok = id > 0;
+    if (!ok) id = -id;
+    const task = this.tasks.get(id);
+    if (task === undefined) return;
+    this.tasks.delete(id);
+    this.load--;
+    this.pool[kResult](this, task, ok, value);
+  }
+
   // The worker's stderr goes on to ours, as an inherited one would, and its
   // last few KiB are kept for the error that reports its death.
   onStderr(chunk) {
@@ -88,18 +98,48 @@ class WorkerSlot {
     this.stderr = text.length > STDERR_TAIL ? text.slice(-STDERR_TAIL) : text;
   }
 
-  // Sends a task; throws (nothing sent) when the channel refuses it.
+  // Takes a task: it counts as this worker's from now, and goes out with
+  // the others given in this tick (./outbox.js). A task with a transfer goes
+  // at once, after them, since its buffers are handed over by its own send.
   send(task) {
-    const message = task.name === undefined ? [task.id, task.task] : [task.id, task.task, task.name];
-    if (task.transfer === undefined) this.channel.send(message);
-    else this.channel.send(message, { transfer: task.transfer });
     this.tasks.set(task.id, task);
     this.load++;
+    if (task.transfer === undefined) {
+      this.outbox.add(task);
+    } else {
+      this.outbox.flush();
+      this.sendOne(task);
+    }
+  }
+
+  sendOne(task) {
+    const message = task.name === undefined ? [task.id, task.task] : [task.id, task.task, task.name];
+    try {
+      if (task.transfer === undefined) this.channel.send(message);
+      else this.channel.send(message, { transfer: task.transfer });
+    } catch (err) {
+      this.unsent([task], err);
+    }
+  }
+
+  // Tasks the channel refused are not this worker's any more: the pool
+  // queues them again (a closed channel) or fails them (their own error).
+  unsent(tasks, err) {
+    for (const task of tasks) {
+      if (this.tasks.get(task.id) === task) {
+        this.tasks.delete(task.id);
+        this.load--;
+      }
+    }
+    this.pool[kUnsent](this, tasks, err);
   }
 
   // Asks the worker to abort a running task (its handler's signal fires).
   abort(task) {
     if (this.state === DEAD || this.channel === null || !this.child.connected) return;
+    // The task may still wait in the outbox: it goes first, so the abort
+    // finds it running.
+    this.outbox.flush();
     try {
       this.channel.send(task.id);
     } catch {
@@ -142,6 +182,7 @@ class WorkerSlot {
     const wasReady = this.state !== STARTING;
     this.state = DEAD;
     this.load = 0;
+    this.outbox.drop();
     this.pool[kExit](this, wasReady);
     this.tasks.clear();
     this.child.stderr.destroy();

@@ -1,0 +1,70 @@
+'use strict';
+// The tasks a pool worker has been given in this tick and not yet sent.
+// Tasks dispatched to one worker in one run of the microtask queue (a burst
+// of run() calls, or the follow-ups of a batch of results) go out as one
+// message, so the channel frames, encodes, decodes and delivers one array
+// instead of one per task: at small tasks that per-message cost is most of
+// what the pool adds to its workers' own work.
+//
+// The wire (lib/pool/worker-runtime.js decodes it):
+//   [id, task] or [id, task, name]                    one task
+//   [BATCH, id, task, name, id, task, name, ...]      several; name null
+//                                                     for the default handler
+// Ids start at 1, so a leading 0 cannot be a task's id. A batch stays
+// small enough (MAX_BATCH_TASKS) for the codec's fast path to encode it.
+
+const BATCH = 0;
+const MAX_BATCH_TASKS = 32;
+
+class TaskOutbox {
+  // sendOne(task) sends a single task and reports its own failure;
+  // unsent(tasks, err) takes tasks a closed channel refused, oldest first.
+  constructor(channel, sendOne, unsent) {
+    this.channel = channel;
+    this.sendOne = sendOne;
+    this.unsent = unsent;
+    this.tasks = [];
+    this.scheduled = false;
+    this.flushLater = () => {
+      this.scheduled = false;
+      this.flush();
+    };
+  }
+
+  add(task) {
+    this.tasks.push(task);
+    if (this.tasks.length >= MAX_BATCH_TASKS) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(this.flushLater);
+    }
+  }
+
+  // Sends what waits, as one message; a single task keeps the single form.
+  // A batch the channel refuses is sent task by task, so only the task that
+  // cannot be encoded fails; a closed channel refuses them all at once.
+  flush() {
+    const tasks = this.tasks;
+    if (tasks.length === 0) return;
+    this.tasks = [];
+    if (tasks.length === 1) {
+      this.sendOne(tasks[0]);
+      return;
+    }
+    const message = [BATCH];
+    for (const t of tasks) message.push(t.id, t.task, t.name === undefined ? null : t.name);
+    try {
+      this.channel.send(message);
+    } catch (err) {
+      if (err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') this.unsent(tasks, err);
+      else for (const t of tasks) this.sendOne(t);
+    }
+  }
+
+  // The worker is gone: what waits is its pool's to settle, not to send.
+  drop() {
+    this.tasks = [];
+  }
+}
+
+module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS };
