@@ -237,10 +237,18 @@ async function plan({ quick, repeats }) {
   const warmSmallMs = quick ? 500 : 2500;
   const warmMs = quick ? 100 : 600;
   const windowMs = quick ? 220 : 1500;
+  // The other pools are plain JavaScript: each runs on the newest Node line
+  // at hand (worker threads and child IPC are faster there), not on the
+  // line procwire was built for.
+  const newest = harness.otherNode(26);
   const peers = PEERS.map((p) => {
     const out = { id: p.id, label: p.label };
     const missing = p.pkg ? peerMissing(p.pkg) : null;
     if (missing) out.skip = missing;
+    else if (p.pkg && newest !== null) {
+      out.execPath = newest;
+      out.label = `${p.label}, Node 26`;
+    }
     return out;
   });
   // Opening and closing the pool (forks included) plus the windows.
@@ -269,7 +277,8 @@ async function plan({ quick, repeats }) {
     timeoutMs: perRun + 20000,
     config: () => ({ sizes, warmSmallMs, warmMs, windowMs, hardLimitMs: perRun + 15000 }),
     ratioTo: ['procwire-pool', 'procwire-request', 'piscina'],
-    notes: ['Each pool at its best on this Node: 2 workers started before the clock; procwire.Pool, piscina and tinypool ' +
+    notes: ['Each pool at its best: the other pools run on the newest Node line at hand (Node 26 where installed), ' +
+      'procwire on the line its addon was built for; 2 workers started before the clock; procwire.Pool, piscina and tinypool ' +
       'may hold every task in flight at a worker (concurrentTasksPerWorker = in-flight / 2); workerpool and jest-worker ' +
       'run one task per worker at a time (they have no such option) and use advanced serialization, so Buffers arrive ' +
       'as Buffers.',
