@@ -282,6 +282,7 @@ function packageType(dir) {
 // Whether a file that no package.json types fails to compile as CommonJS
 // for a reason only an ES module has, which is how Node's detection tells.
 const MODULE_ONLY = /Cannot use import statement outside a module|Unexpected token 'export'|Cannot use 'import\.meta' outside a module|await is only valid in async functions and the top level bodies of modules/;
+const MODULE_WORD = /\b(import|export|await)\b/;
 function hasModuleSyntax(file) {
   let source;
   try {
@@ -289,6 +290,9 @@ function hasModuleSyntax(file) {
   } catch {
     return false;
   }
+  // Only a file with one of these words can hold module syntax; most
+  // CommonJS entries have none, and skip the compile (the dearest step).
+  if (!MODULE_WORD.test(source)) return false;
   if (source.startsWith('#!')) source = `//${source}`;
   try {
     require('vm').compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname']);
