@@ -57,11 +57,11 @@ function makeRequire(sources, mod, resolved) {
   function bundleRequire(request) {
     const file = resolved[request];
     if (file === undefined) return mod.require(request);
-    const cached = Module._cache[path.join(root, file)];
+    const cached = require.cache[path.join(root, file)];
     return cached === undefined ? load(sources, file, mod).exports : cached.exports;
   }
   bundleRequire.resolve = (request, options) => Module.createRequire(mod.filename).resolve(request, options);
-  bundleRequire.cache = Module._cache;
+  bundleRequire.cache = require.cache;
   bundleRequire.main = process.mainModule;
   return bundleRequire;
 }
@@ -71,12 +71,12 @@ function load(sources, file, parent) {
   const mod = new Module(filename, parent);
   mod.filename = filename;
   mod.paths = Module._nodeModulePaths(path.dirname(filename));
-  Module._cache[filename] = mod;
+  require.cache[filename] = mod;
   const [factory, resolved] = sources[file];
   try {
     factory.call(mod.exports, mod.exports, makeRequire(sources, mod, resolved), mod, filename, path.dirname(filename));
   } catch (err) {
-    delete Module._cache[filename];
+    delete require.cache[filename];
     throw err;
   }
   mod.loaded = true;
@@ -102,7 +102,7 @@ function start() {
   const { sources, script, cacheFile: file } = compileBundle();
   started.cacheFile = file;
   started.cacheUsed = script.cachedDataRejected === false;
-  if (Module._cache[path.join(root, 'lib', 'child-preload.js')] === undefined) {
+  if (require.cache[path.join(root, 'lib', 'child-preload.js')] === undefined) {
     load(sources, 'lib/child-preload.js', module);
   }
   if (cacheOut === '1') writeCacheAfterFirstMessage(script, file);
