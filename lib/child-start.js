@@ -53,11 +53,19 @@ function compileBundle() {
   return { sources: script.runInThisContext(), script, cacheFile: file };
 }
 
+// Each bundled file's full name, joined once rather than at every require().
+const filenames = { __proto__: null };
+
+function filenameOf(file) {
+  filenames[file] ??= path.join(root, file);
+  return filenames[file];
+}
+
 function makeRequire(sources, mod, resolved) {
   function bundleRequire(request) {
+    if (!Object.hasOwn(resolved, request)) return mod.require(request);
     const file = resolved[request];
-    if (file === undefined) return mod.require(request);
-    const cached = require.cache[path.join(root, file)];
+    const cached = require.cache[filenameOf(file)];
     return cached === undefined ? load(sources, file, mod).exports : cached.exports;
   }
   bundleRequire.resolve = (request, options) => Module.createRequire(mod.filename).resolve(request, options);
@@ -67,14 +75,15 @@ function makeRequire(sources, mod, resolved) {
 }
 
 function load(sources, file, parent) {
-  const filename = path.join(root, file);
+  const filename = filenameOf(file);
+  const dirname = path.dirname(filename);
   const mod = new Module(filename, parent);
   mod.filename = filename;
-  mod.paths = Module._nodeModulePaths(path.dirname(filename));
+  mod.paths = Module._nodeModulePaths(dirname);
   require.cache[filename] = mod;
   const [factory, resolved] = sources[file];
   try {
-    factory.call(mod.exports, mod.exports, makeRequire(sources, mod, resolved), mod, filename, path.dirname(filename));
+    factory.call(mod.exports, mod.exports, makeRequire(sources, mod, resolved), mod, filename, dirname);
   } catch (err) {
     delete require.cache[filename];
     throw err;
@@ -102,7 +111,7 @@ function start() {
   const { sources, script, cacheFile: file } = compileBundle();
   started.cacheFile = file;
   started.cacheUsed = script.cachedDataRejected === false;
-  if (require.cache[path.join(root, 'lib', 'child-preload.js')] === undefined) {
+  if (require.cache[filenameOf('lib/child-preload.js')] === undefined) {
     load(sources, 'lib/child-preload.js', module);
   }
   if (cacheOut === '1') writeCacheAfterFirstMessage(script, file);
