@@ -93,9 +93,14 @@ function load(sources, file, parent) {
 }
 
 // The build's child: once it has answered its first message, everything its
-// start compiled is in the script, and the cache is written.
+// start compiled is in the script, and the cache is written (whole or not at
+// all: under another name, then renamed).
 function writeCacheAfterFirstMessage(script, file) {
-  process.once('message', () => setImmediate(() => fs.writeFileSync(file, script.createCachedData())));
+  process.once('message', () => setImmediate(() => {
+    const partial = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(partial, script.createCachedData());
+    fs.renameSync(partial, file);
+  }));
 }
 
 // What this child started from: the cache file for its V8 and whether V8
