@@ -6,7 +6,11 @@
 // answer, which a loaded machine does not inflate the way it does wall
 // time. Interleaved runs, medians.
 //
-//   node bench/fork-start.js [runs]
+//   node bench/fork-start.js [runs] [other checkout]
+//
+// With another checkout (a before/after comparison), its procwire.fork
+// starts are interleaved with this one's, each forking its own copy of this
+// script.
 
 const childProcess = require('child_process');
 const path = require('path');
@@ -27,9 +31,12 @@ if (role === '--plain-child') {
   main();
 }
 
-function startOnce(kind) {
+// kind: 'child_process.fork', or `[other: ]procwire.fork native|procwire`.
+function startOnce(kind, other) {
   return new Promise((resolve) => {
     const t0 = performance.now();
+    const root = kind.startsWith('other: ') ? other : ROOT;
+    const script = path.join(root, 'bench', 'fork-start.js');
     let child;
     const done = (childCpu) => {
       resolve({ wall: performance.now() - t0, childCpu });
@@ -37,10 +44,10 @@ function startOnce(kind) {
     };
     if (kind === 'child_process.fork') {
       child = childProcess.fork(__filename, ['--plain-child']);
-    } else if (kind === 'procwire.fork native') {
-      child = require(ROOT).fork(__filename, ['--plain-child']);
+    } else if (kind.endsWith('procwire.fork native')) {
+      child = require(root).fork(script, ['--plain-child']);
     } else {
-      child = require(ROOT).fork(__filename, ['--procwire-child'], { child: 'procwire' });
+      child = require(root).fork(script, ['--procwire-child'], { child: 'procwire' });
       child.request(0).then(done);
       return;
     }
@@ -51,16 +58,20 @@ function startOnce(kind) {
 
 async function main() {
   const runs = Number(process.argv[2]) || 10;
+  const other = process.argv[3] === undefined ? null : path.resolve(process.argv[3]);
   const kinds = ['child_process.fork', 'procwire.fork native', 'procwire.fork procwire'];
+  if (other !== null) kinds.push('other: procwire.fork native', 'other: procwire.fork procwire');
   const results = Object.fromEntries(kinds.map((k) => [k, []]));
-  require(ROOT);  // the parent's own load is not what is measured
+  // The parent's own load is not what is measured.
+  require(ROOT);
+  if (other !== null) require(other);
   for (let i = 0; i < runs; i++) {
-    for (const kind of kinds) results[kind].push(await startOnce(kind));
+    for (const kind of kinds) results[kind].push(await startOnce(kind, other));
   }
   const median = (values) => values.sort((a, b) => a - b)[values.length >> 1];
   for (const kind of kinds) {
     const wall = median(results[kind].map((r) => r.wall));
     const cpu = median(results[kind].map((r) => r.childCpu));
-    console.log(`${kind.padEnd(24)} spawn to first round trip ${wall.toFixed(1)} ms; child CPU until its first answer ${cpu.toFixed(1)} ms`);
+    console.log(`${kind.padEnd(31)} spawn to first round trip ${wall.toFixed(1)} ms; child CPU until its first answer ${cpu.toFixed(1)} ms`);
   }
 }

@@ -20,6 +20,7 @@ const { kCloseContext, childCloseContext } = require('./error-context');
 const { debug } = require('./debug');
 const { invalidArg } = require('./validate');
 const { isMainThread } = require('./main-thread');
+const { childPreload } = require('./start-bundle');
 // child_process, url and the ChildProcess surface are loaded by the first
 // fork(), not here: a procwire child (which loads this file for
 // procwire.parent) never forks, and child_process alone brings net, dgram
@@ -92,7 +93,7 @@ function setChannelEnv(env, mode, slot, serialization, maxMessageSize) {
     env.NODE_CHANNEL_SERIALIZATION_MODE = serialization;
   } else if (mode === 'native') {
     // The child's own process.send is served natively: lib/child-preload.js
-    // takes the channel and restores NODE_OPTIONS. It goes FIRST in
+    // (or the start bundle that holds it, see lib/start-bundle.js) takes the channel and restores NODE_OPTIONS. It goes FIRST in
     // NODE_OPTIONS (Node runs NODE_OPTIONS' --require before the command
     // line's, and every --require before any --import), so it has scrubbed
     // its variables before a user's preload can spawn a helper, as Node
@@ -105,7 +106,7 @@ function setChannelEnv(env, mode, slot, serialization, maxMessageSize) {
     // Unset when NODE_OPTIONS was unset: the preload then removes it.
     delete env.PROCWIRE_NATIVE_NODE_OPTIONS;
     if (env.NODE_OPTIONS !== undefined) env.PROCWIRE_NATIVE_NODE_OPTIONS = env.NODE_OPTIONS;
-    env.NODE_OPTIONS = `--require ${JSON.stringify(require.resolve('./child-preload'))}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
+    env.NODE_OPTIONS = `--require ${JSON.stringify(childPreload(env))}${env.NODE_OPTIONS ? ` ${env.NODE_OPTIONS}` : ''}`;
   } else {
     env.PROCWIRE_CHANNEL_FD = String(slot);
     env.PROCWIRE_SERIALIZATION = serialization;

@@ -72,6 +72,13 @@ for major in $lines; do
     if ! bash scripts/build-for.sh "$major"; then failed=$((failed + 1)); status=1; continue; fi
     addon="$root/.build/node$major/build/Release/procwire.node"
   fi
+  # The start bundle a native child runs (scripts/build-start-bundle.js),
+  # made if missing or out of date, and this line's code cache for it; the
+  # suites then fork children the way a built checkout does.
+  if ! PROCWIRE_ADDON="$addon" "$node_bin" scripts/build-start-bundle.js; then
+    echo "✖ the start bundle could not be made on Node $major"
+    failed=$((failed + 1)); status=1
+  fi
   echo "== JavaScript suites on $("$node_bin" --version) =="
   for file in test/*.test.js; do
     log="$(mktemp)"

@@ -11,6 +11,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const childProcess = require('child_process');
+const fs = require('fs');
 const path = require('path');
 const procwire = require('..');
 
@@ -66,4 +67,37 @@ test('an advanced native child loads the advanced fast path only when its channe
   const child = procwire.fork(CHILD, ['plain'], { serialization: 'advanced' });
   const loaded = await firstAnswer(child, false);
   assert.ok(loaded.files.includes(path.join('lib', 'codec', 'advanced-fast.js')), 'advanced-fast was not loaded');
+});
+
+// The start bundle (build/child-start-bundle.js, see lib/start-bundle.js) is
+// made by `npm run build`; a checkout without it starts children the
+// ordinary way.
+const startBundle = require('../lib/start-bundle');
+const { traceStartFiles, render } = require('../scripts/build-start-bundle');
+
+test('the start bundle, when in use, is what the sources make, and holds the start path', { timeout: 60_000 }, async (t) => {
+  if (startBundle.currentBundle() === null) {
+    t.skip('no current start bundle (npm run build makes it)');
+    return;
+  }
+  const bundled = Object.keys(JSON.parse(fs.readFileSync(startBundle.MANIFEST, 'utf8')).sources);
+  assert.strictEqual(fs.readFileSync(startBundle.BUNDLE, 'utf8'), render(bundled),
+    'build/child-start-bundle.js is not what scripts/build-start-bundle.js makes of its sources now');
+  // On this Node line too, a child's start loads nothing the bundle lacks.
+  const missing = (await traceStartFiles()).filter((f) => !bundled.includes(f));
+  assert.deepStrictEqual(missing, [], 'the start path has files the bundle lacks: npm run build');
+});
+
+// Each bundled module is in require.cache under its own file, so that a
+// child's later require() of it gets the same module.
+test('a child started from the start bundle has the modules it would have without it', { timeout: 60_000 }, async (t) => {
+  if (startBundle.currentBundle() === null) {
+    t.skip('no current start bundle (npm run build makes it)');
+    return;
+  }
+  const withBundle = await firstAnswer(procwire.fork(CHILD, ['plain']), false);
+  const without = await firstAnswer(procwire.fork(CHILD, ['plain'], { env: { ...process.env, PROCWIRE_START_BUNDLE: '0' } }), false);
+  const starter = path.join('lib', 'child-start.js');
+  assert.ok(withBundle.files.includes(starter) && !without.files.includes(starter), 'PROCWIRE_START_BUNDLE=0 did not turn the bundle off');
+  assert.deepStrictEqual(withBundle.files.filter((f) => f !== starter).sort(), without.files.sort());
 });
