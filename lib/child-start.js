@@ -74,12 +74,24 @@ function makeRequire(sources, mod, resolved) {
   return bundleRequire;
 }
 
+// The node_modules directories a module in dir looks in, nearest first, as
+// Node's loader lists them (a directory named node_modules gets none of its
+// own): the bundled module's later requires of packages resolve as they
+// would from its file in lib/.
+function nodeModulePaths(dir) {
+  const paths = [];
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    if (path.basename(at) !== 'node_modules') paths.push(path.join(at, 'node_modules'));
+    if (path.dirname(at) === at) return paths;
+  }
+}
+
 function load(sources, file, parent) {
   const filename = filenameOf(file);
   const dirname = path.dirname(filename);
   const mod = new Module(filename, parent);
   mod.filename = filename;
-  mod.paths = Module._nodeModulePaths(dirname);
+  mod.paths = nodeModulePaths(dirname);
   require.cache[filename] = mod;
   const [factory, resolved] = sources[file];
   try {

@@ -75,3 +75,11 @@ if [ "$bench" = 1 ] && [ "$(cat "$root/.bench-deps/.tools" 2>/dev/null)" != "${B
     echo "setup: could not install ${BENCH_TOOLS[*]}; the tools bench skips their rows" >&2
   fi
 fi
+
+# The start bundle a native child runs (scripts/build-start-bundle.js), made
+# when missing or out of date: `npm install` builds only the addon, and the
+# bench's forks should start as a built checkout's do.
+if [ "$bench" = 1 ] && [ -f "$root/build/Release/procwire.node" ]; then
+  node "$root/scripts/build-start-bundle.js" ||
+    echo "setup: could not make the start bundle; children start from lib/ one file at a time" >&2
+fi

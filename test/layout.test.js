@@ -205,10 +205,7 @@ test('no module in lib/ reads an underscore field another module defines', () =>
     '_readRawBytes',
     // Module's, which procwire/register watches on Node 20 only (no
     // module.require diagnostics channel there) until the first fork.
-    '_load',
-    // Module's, with which lib/child-start.js makes a bundled module as
-    // Node's loader makes it.
-    '_nodeModulePaths']);
+    '_load']);
   const found = [];
   (function walk(d) {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
