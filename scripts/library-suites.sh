@@ -35,7 +35,7 @@ cd "$root"
 libraries=(
   "workerpool@3.1.2|workerpool@3.1.2 mocha@2.5.3|workerpool|tap|node ../mocha/bin/_mocha test --timeout 10000 --reporter tap||"
   "mocha@11.7.5|workerpool@3.1.2 mocha@11.7.5|workerpool|tap|node ../mocha/bin/mocha.js test --parallel --jobs 2 --timeout 10000 --reporter tap|/mocha/lib/nodejs/worker\\.js|"
-  "jest@30.5.2|workerpool@3.1.2 jest@30.5.2|workerpool|jest|node ../jest/bin/jest.js --ci -w 2 --config \"\$SUITE_TMP/jest.config.js\" --json --outputFile \"\$SUITE_REPORT\"|/jest-worker/build/processChild\\.js|"
+  "jest@30.5.2|workerpool@3.1.2 jest@30.5.2|workerpool|jest|node ../jest/bin/jest.js --ci --no-watchman -w 2 --config \"\$SUITE_TMP/jest.config.js\" --json --outputFile \"\$SUITE_REPORT\"|/jest-worker/build/processChild\\.js|"
   "worker-farm@1.7.0|worker-farm@1.7.0 tape@4.10.2|worker-farm|tap|node tests/|| › pid makes sense"
   "recluster@1.0.0|recluster@1.0.0 tap@0.4.13|recluster|tap|node test/index.js; node test/termination.js||"
 )
