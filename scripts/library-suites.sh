@@ -6,8 +6,8 @@
 # budget). Fails naming each test that passes plainly and fails with the hook,
 # a suite that does not finish within its budget, and a hooked run in which
 # no fork, or none of a runner's own workers, went through procwire (it would
-# prove nothing). Tests that fail
-# plainly too (suites written for older Node lines) are listed, not hidden.
+# prove nothing). Tests that fail plainly too (suites written for older Node
+# lines) are listed, not hidden.
 #
 # Only these versions ship their tests in the registry (later ones publish
 # their build only), so these are pinned; each library, with the test runner
