@@ -115,8 +115,9 @@ fi
 [ "$rc" = 0 ] || status=1
 
 # Tools that fork (jest-worker, workerpool, tinypool, mocha --parallel), and
-# the own test suites of workerpool 3, worker-farm and recluster, plain and
-# with procwire/register: once, on Node 20, installs cached in .test-deps/.
+# the own test suites of workerpool 3 (run by its mocha, by mocha --parallel
+# and by jest -w 2), worker-farm and recluster, plain and with
+# procwire/register: once, on Node 20, installs cached in .test-deps/.
 echo "== tool suites: plain against NODE_OPTIONS=--require procwire/register (Node 20) =="
 if timeout --kill-after=10 "${TOOL_SUITES_SECONDS:-900}" bash scripts/tool-suites.sh; then
   passed=$((passed + 1))

@@ -74,7 +74,8 @@ for suite in test/tools/*.suite.js; do
   unset outcome
 done
 
-# The libraries' own shipped test suites (workerpool 3, worker-farm,
-# recluster), compared the same way, in this section's time budget.
+# The libraries' own shipped test suites (workerpool 3, also run by mocha
+# --parallel and by jest -w 2, worker-farm, recluster), compared the same
+# way, in this section's time budget.
 bash scripts/library-suites.sh || status=1
 exit $status

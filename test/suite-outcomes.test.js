@@ -86,6 +86,31 @@ test("mocha's tap reporter and a test missing from the hooked run", () => {
   assert.match(out, /lib \(plain\): 2 passed, 0 failed, 1 skipped/);
 });
 
+// mocha --parallel prints its plan last, a failure's error and stack indented
+// under it, and a pending test with "# SKIP -"; the error lines are not tests.
+test('mocha --parallel tap: plan last, indented diagnostics, "# SKIP -"', () => {
+  const plain = [
+    'ok 1 Pool should offload a function',
+    'not ok 2 Pool should invoke a method via a proxy',
+    '  The "options" argument must be of type object. Received an instance of Array',
+    '  TypeError [ERR_INVALID_ARG_TYPE]: The "options" argument must be of type object.',
+    '      at target.send (node:internal/child_process:745:7)',
+    'ok 3 Pool should handle crashed workers (2) # SKIP -',
+    'ok 4 Pool should terminate a worker',
+    '# tests 3',
+    '# pass 2',
+    '# fail 1',
+    '1..4',
+  ].join('\n');
+  assert.strictEqual(compare('tap', [plain, plain]).status, 0);
+  const hooked = plain.replace('ok 4 Pool should terminate', 'not ok 4 Pool should terminate');
+  const { status, out } = compare('tap', [plain, hooked]);
+  assert.strictEqual(status, 1);
+  assert.match(out, /lib \(plain\): 2 passed, 1 failed, 1 skipped/);
+  assert.match(out, /fails plainly too \(not counted\): Pool should invoke a method via a proxy/);
+  assert.match(out, /'Pool should terminate a worker' passes plainly and fails with procwire\/register/);
+});
+
 test('a run in which nothing passed plainly proves nothing and fails', () => {
   const { status, out } = compare('tap', ['Error: Cannot find module tape\n', '']);
   assert.strictEqual(status, 1);
