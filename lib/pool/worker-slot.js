@@ -7,7 +7,7 @@
 
 const path = require('path');
 const { fork } = require('../fork');
-const { TaskOutbox, BATCH } = require('./outbox');
+const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent } = require('./symbols');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
@@ -113,6 +113,11 @@ class WorkerSlot {
   }
 
   sendOne(task) {
+    const closed = closedError(this.channel);
+    if (closed !== null) {
+      this.unsent([task], closed);
+      return;
+    }
     const message = task.name === undefined ? [task.id, task.task] : [task.id, task.task, task.name];
     try {
       if (task.transfer === undefined) this.channel.send(message);
