@@ -108,6 +108,22 @@ test('tasks given to a worker whose channel closed before it exits are queued ag
   assert.deepStrictEqual([p.stats().failed, p.stats().cancelled], [0, 0]);
 });
 
+test('a task queued again from a worker whose channel closed goes to another worker with room at once', async (t) => {
+  const p = pool(t, { minWorkers: 2, maxWorkers: 2, concurrentTasksPerWorker: 8 });
+  const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-')), 'closed');
+  t.after(() => fs.rmSync(path.dirname(marker), { recursive: true, force: true }));
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  // Ties go to the first ready worker: it answers, hangs up and lingers
+  // (destroy() at the test's end kills it); the next task goes to it first.
+  const hung = await p.run(1, { name: 'pid' });
+  assert.strictEqual(await p.run({ marker, lingerMs: 60_000 }, { name: 'hangup' }), 'bye');
+  await until(() => fs.existsSync(marker), STEP, 'the worker closed its channel');
+  await sleep(300);
+  const pid = await withTimeout(p.run(1, { name: 'pid' }), STEP, 'the task given after the hang-up');
+  assert.notStrictEqual(pid, hung);
+  assert.ok(alive(hung), 'the task ran before the worker that hung up exited');
+});
+
 test('a worker that crashes mid-task rejects exactly its task, with pid, exit code and stderr; it is replaced', async (t) => {
   const p = pool(t, { minWorkers: 2, maxWorkers: 2 });
   await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
