@@ -124,6 +124,17 @@ test('a task queued again from a worker whose channel closed goes to another wor
   assert.ok(alive(hung), 'the task ran before the worker that hung up exited');
 });
 
+test('destroy() in the tick that gave tasks to a worker: they never leave the pool, and count as cancelled', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
+  assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
+  // A crash would fail them as run; they must not reach the worker at all.
+  const given = [p.run(3, { name: 'crash' }), p.run(4, { name: 'crash' })].map((promise) => rejects(promise, 'ERR_PROCWIRE_POOL_CLOSED'));
+  await p.destroy();
+  for (const err of await Promise.all(given)) assert.match(err.message, /before the task ran/);
+  const { completed, failed, cancelled } = p.stats();
+  assert.deepStrictEqual({ completed, failed, cancelled }, { completed: 1, failed: 0, cancelled: 2 });
+});
+
 test('a worker that crashes mid-task rejects exactly its task, with pid, exit code and stderr; it is replaced', async (t) => {
   const p = pool(t, { minWorkers: 2, maxWorkers: 2 });
   await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');

@@ -80,6 +80,13 @@ class TaskOutbox {
   drop() {
     this.tasks = [];
   }
+
+  // What waits, taken back unsent (oldest first).
+  take() {
+    const tasks = this.tasks;
+    this.tasks = [];
+    return tasks;
+  }
 }
 
 module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, closedError };

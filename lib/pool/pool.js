@@ -511,7 +511,10 @@ class Pool extends EventEmitter {
     }
     this.#active -= queued.length;
     this.#refAll(true);
-    for (const slot of [...this.#live]) slot.kill('destroy');
+    for (const slot of [...this.#live]) {
+      slot.recallUnsent();
+      slot.kill('destroy');
+    }
     if (this.#live.size === 0) this.#closed.resolve();
     return this.#closed.promise;
   }

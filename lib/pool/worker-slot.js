@@ -7,6 +7,7 @@
 
 const path = require('path');
 const { fork } = require('../fork');
+const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent } = require('./symbols');
 
@@ -137,6 +138,13 @@ class WorkerSlot {
       }
     }
     this.pool[kUnsent](this, tasks, err);
+  }
+
+  // The pool is destroyed: the tasks given in this tick never go out, and
+  // the pool settles them as not run.
+  recallUnsent() {
+    const tasks = this.outbox.take();
+    if (tasks.length > 0) this.unsent(tasks, makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'the pool was destroyed'));
   }
 
   // Asks the worker to abort a running task (its handler's signal fires).
