@@ -125,7 +125,17 @@ function start() {
   if (process.env.PROCWIRE_NATIVE_CHANNEL_FD === undefined) return;
   const cacheOut = process.env[ENV_CACHE_OUT];
   delete process.env[ENV_CACHE_OUT];
-  const { sources, script, cacheFile: file } = compileBundle();
+  let compiled;
+  try {
+    compiled = compileBundle();
+  } catch {
+    // The parent found the bundle current when it first forked, but it is
+    // gone or half written now (a rebuild removes build/ and writes it
+    // again): this child starts the ordinary way rather than failing.
+    require('./child-preload');
+    return;
+  }
+  const { sources, script, cacheFile: file } = compiled;
   started.cacheFile = file;
   started.cacheUsed = script.cachedDataRejected === false;
   if (require.cache[filenameOf('lib/child-preload.js')] === undefined) {

@@ -138,6 +138,7 @@ class Pool extends EventEmitter {
   #runTime = new Histogram();
   #waitTime = new Histogram();
   #busyMsOfGone = 0;
+  #pumping = false;      // #pump is handing out queued tasks
 
   constructor(options) {
     super();
@@ -276,7 +277,9 @@ class Pool extends EventEmitter {
       }
       this.#taskGone();
     }
-    if (closed) this.#grow();
+    // Another worker with room takes them now, not at this one's exit (a
+    // #pump running takes them itself: this is its own dispatch).
+    if (closed && this.#phase !== 'closed' && !this.#pumping) this.#pump();
   }
 
   // Hands queued tasks to workers with room, oldest first.
@@ -285,10 +288,15 @@ class Pool extends EventEmitter {
     const queue = scheduler.queue;
     if (queue.size === 0) return;
     let slot;
-    while (queue.size > 0 && (slot = scheduler.pick()) !== null) {
-      const t = queue.shift();
-      if (t === undefined) break;
-      this.#dispatch(slot, t);
+    this.#pumping = true;
+    try {
+      while (queue.size > 0 && (slot = scheduler.pick()) !== null) {
+        const t = queue.shift();
+        if (t === undefined) break;
+        this.#dispatch(slot, t);
+      }
+    } finally {
+      this.#pumping = false;
     }
     if (queue.size === 0) this.emit('drain');
     else this.#grow();
@@ -503,7 +511,10 @@ class Pool extends EventEmitter {
     }
     this.#active -= queued.length;
     this.#refAll(true);
-    for (const slot of [...this.#live]) slot.kill('destroy');
+    for (const slot of [...this.#live]) {
+      slot.recallUnsent();
+      slot.kill('destroy');
+    }
     if (this.#live.size === 0) this.#closed.resolve();
     return this.#closed.promise;
   }
