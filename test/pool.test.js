@@ -92,6 +92,10 @@ test('tasks given in one tick share a message each way, yet each fails alone: a 
   const settled = await withTimeout(Promise.all(crashing.map(outcome)), STEP, 'the crashing batch');
   assert.deepStrictEqual(settled, [11, ['ERR_PROCWIRE_POOL_WORKER_EXITED', null], ['ERR_PROCWIRE_POOL_WORKER_EXITED', null]]);
   assert.strictEqual(await p.run({ a: 20, b: 22 }), 42);
+  // The task that could not be sent counts as failed, as do the two the
+  // worker rejected (a result it could not send, no such handler) and the
+  // two its exit took.
+  assert.strictEqual(p.stats().failed, 5);
 });
 
 test('tasks given to a worker whose channel closed before it exits are queued again, not lost in the closed channel', async (t) => {

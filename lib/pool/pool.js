@@ -273,6 +273,8 @@ class Pool extends EventEmitter {
         this.#cancelled++;
         t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
       } else if (running) {
+        // It ran nowhere, but it failed: stats() counts it with the failed.
+        this.#failed++;
         t.reject(err);
       }
       this.#taskGone();
