@@ -580,72 +580,6 @@ function writePlainObject(o) {
 // numbers: about x2.5 on Node 20; arrays of objects break even sooner).
 const LONG_ARRAY = 128;
 
-// The own enumerable keys of an array after its indexes (null when there
-// are none), once it is known that each element below `length` is an own,
-// enumerable property: a hole or a non-enumerable element (V8 writes either
-// array sparse) declines before any element is read. Object.keys lists the
-// enumerable indexes ascending, then the other keys, so with a hole or a
-// non-enumerable element the key at length - 1 is not that index.
-function enumerableExtraKeys(a, length) {
-  const keys = ObjectKeys(a);
-  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
-  return keys.length > length ? keys.slice(length) : null;
-}
-
-// What numbersKind() finds in an array's elements.
-const ALL_INT32 = 0;    // numbers only, each an int32 other than -0 (a Smi)
-const ALL_NUMBERS = 1;  // numbers only, at least one of them not a Smi
-const NOT_ALL_NUMBERS = 2;
-
-// Whether an array (its indexes checked by enumerableExtraKeys) holds
-// numbers only, and which, checking every element on the way for a getter,
-// which declines before it runs (V8 writes such an array sparse, and runs
-// the getter there). No user code runs after, so the elements stay as they
-// were looked at. An array of numbers only, one of them not a Smi, is
-// stored (and written by V8) as doubles throughout when built by a literal,
-// push, map, JSON.parse, ...; one with anything else keeps its Smis.
-function numbersKind(a, length) {
-  let doubles = 0;
-  let i = 0;
-  for (; i < length; i++) {
-    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
-    const v = a[i];
-    if (typeof v !== 'number') break;
-    if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
-  }
-  if (i === length) return doubles === 0 ? ALL_INT32 : ALL_NUMBERS;
-  for (i++; i < length; i++) {
-    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
-  }
-  return NOT_ALL_NUMBERS;
-}
-
-// The elements of an array numbersKind() found ALL_INT32, as writeNumber
-// writes each (a tag and a zigzag varint), without a call per element.
-function writeInt32Elements(a, length) {
-  if (pos + 6 * length > out.length) grow(6 * length);
-  for (let i = 0; i < length; i++) {
-    const v = a[i];
-    out[pos++] = T_INT32;
-    let z = ((v << 1) ^ (v >> 31)) >>> 0;
-    while (z >= 0x80) {
-      out[pos++] = (z & 0x7f) | 0x80;
-      z >>>= 7;
-    }
-    out[pos++] = z;
-  }
-}
-
-// The elements of an array numbersKind() found ALL_NUMBERS: every one a
-// double, as V8 writes its double elements.
-function writeDoubleElements(a, length) {
-  if (pos + 9 * length > out.length) grow(9 * length);
-  for (let i = 0; i < length; i++) {
-    out[pos++] = T_DOUBLE;
-    writeDouble(a[i]);
-  }
-}
-
 function writeArray(a) {
   // V8 writes an array sparse when its elements are holey, frozen, sealed
   // or not extensible; those go to ValueSerializer.
@@ -658,18 +592,41 @@ function writeArray(a) {
   if (arrayPrototypeIsClean !== 1) throw DECLINE;
   const length = a.length;
   if (length >= LONG_ARRAY) throw DECLINE;
-  const extra = enumerableExtraKeys(a, length);
+  // Object.keys lists the enumerable indexes ascending, then the other
+  // keys: a hole or a non-enumerable element (V8 writes either array
+  // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
+  // not that index.
+  const keys = ObjectKeys(a);
+  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
+  const extra = keys.length > length ? keys.slice(length) : null;
   newId(a);
   if (pos + 6 > out.length) grow(6);
   out[pos++] = T_DENSE;
   writeVarint(length);
-  const kind = numbersKind(a, length);
-  if (kind === ALL_INT32) {
-    writeInt32Elements(a, length);
-  } else if (kind === ALL_NUMBERS) {
-    writeDoubleElements(a, length);
-  } else {
-    for (let i = 0; i < length; i++) writeValue(a[i]);
+  const elements = pos;
+  // An array of numbers only, one of them not a Smi, is stored (and
+  // written) as doubles throughout when built by a literal, push, map,
+  // JSON.parse, ...; one with anything else keeps its Smis.
+  let numbers = 0;
+  let doubles = 0;
+  for (let i = 0; i < length; i++) {
+    // An element getter declines before it runs (V8 writes such an array
+    // sparse, and runs the getter there).
+    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
+    const v = a[i];
+    if (typeof v === 'number') {
+      numbers++;
+      if ((v | 0) !== v || (v === 0 && 1 / v < 0)) doubles++;
+    }
+    writeValue(v);
+  }
+  if (doubles > 0 && numbers === length && doubles < numbers) {
+    pos = elements;
+    if (pos + 9 * length > out.length) grow(9 * length);
+    for (let i = 0; i < length; i++) {
+      out[pos++] = T_DOUBLE;
+      writeDouble(a[i]);
+    }
   }
   let written = 0;
   if (extra !== null) {
