@@ -1,5 +1,5 @@
 'use strict';
-// Arrays of numbers through the advanced fast path's number loops
+// Arrays of numbers through the advanced fast path
 // (lib/codec/advanced-fast.js, writeArray and readDense), side by side with
 // v8.serialize: ints at the Smi and int32 bounds, -0, NaN, doubles, holes,
 // getters, numbers mixed with other values, at the lengths around the fast

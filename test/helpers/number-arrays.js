@@ -1,6 +1,6 @@
 'use strict';
-// Arrays of numbers (and a few of other things) that the advanced fast path
-// writes with its number loops (lib/codec/advanced-fast.js, writeArray), for
+// Arrays of numbers (and a few of other things) for the advanced fast path
+// (lib/codec/advanced-fast.js, writeArray and readDense), for
 // test/codec-arrays.test.js: each case builds its value anew, so a getter's
 // call count starts at 0. Arrays are built by literals and Array.from, which
 // keep them packed (an array V8 keeps holey is written sparse by V8 even
@@ -10,8 +10,8 @@
 // says that the fast path leaves it to ValueSerializer (and must not have
 // run a getter when it does).
 
-// The lengths around the fast path's bounds: its native element check
-// (from 16) and its hand-over of long arrays to ValueSerializer (from 128).
+// Short and long lengths, and those around the fast path's hand-over of
+// long arrays to ValueSerializer (from 128).
 const LENGTHS = [0, 1, 2, 15, 16, 17, 100, 127, 128, 129];
 const LONG_ARRAY = 128;
 
