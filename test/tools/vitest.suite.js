@@ -22,7 +22,7 @@ const ENTRY = path.join(__dirname, '..', '..', 'vitest.mjs');
 // gives workers. `crash` names a file that kills its own worker. Every
 // worker process, spares included, records its pid in `started` as it
 // starts (a --require in execArgv), so a test can tell that none is left.
-function project(t, { files, config, crash = -1, pool = 'procwire()', execArgv = [] }) {
+function projectDir(t, { files, config = '', crash = -1, pool = 'procwire()', execArgv = [], projects = [] }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-vitest-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const marks = path.join(dir, 'marks');
@@ -46,9 +46,15 @@ function project(t, { files, config, crash = -1, pool = 'procwire()', execArgv =
     ].join('\n'));
   }
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "private": true }\n');
+  // One pool instance, which every project given names (inline, so they
+  // share it and its spares).
+  const projectList = projects.map((p) => `{ test: { name: '${p.name}', globals: true, pool, include: ${JSON.stringify(p.include)}, ` +
+    `execArgv: ${JSON.stringify(['--require', startMark, ...p.execArgv])} } }`);
   fs.writeFileSync(path.join(dir, 'vitest.config.mjs'), `import { procwire } from ${JSON.stringify(ENTRY)};\n` +
-    `export default { test: { globals: true, pool: ${pool}, include: ['tests/**/*.test.js'], ` +
-    `execArgv: ${JSON.stringify(['--require', startMark, ...execArgv])}, ${config} } };\n`);
+    `const pool = ${pool};\n` +
+    `export default { test: { globals: true, pool, include: ['tests/**/*.test.js'], ` +
+    `execArgv: ${JSON.stringify(['--require', startMark, ...execArgv])}, ` +
+    `${projects.length > 0 ? `projects: [${projectList.join(', ')}], ` : ''}${config} } };\n`);
   return { dir, marks, started };
 }
 
@@ -78,7 +84,7 @@ function assertGone(pids) {
 test('pool: procwire({ child: \'native\' }) runs the suite isolated (a worker per file), through procwire, with execArgv and env', { timeout: 150_000 }, (t) => {
   // The native child mode makes the fork visible in the worker (procwire's
   // child preload runs there).
-  const { dir, marks, started } = project(t, {
+  const { dir, marks, started } = projectDir(t, {
     files: 8, config: "maxWorkers: 2, env: { PROCWIRE_VITEST_ENV: 'set' }", execArgv: ['--expose-gc'], pool: "procwire({ child: 'native' })",
   });
   const { status, report } = runVitest(dir);
@@ -95,8 +101,26 @@ test('pool: procwire({ child: \'native\' }) runs the suite isolated (a worker pe
   assertGone(pids);
 });
 
+test('projects with different execArgv: each file runs in a worker forked with its own project\'s', { timeout: 150_000 }, (t) => {
+  // A spare is forked for one project's options; the other project's files
+  // must never get it. The two projects share one pool (and its spares).
+  const { dir, marks, started } = projectDir(t, {
+    files: 8, config: 'maxWorkers: 2',
+    projects: [{ name: 'a', include: ['tests/t[0-3].test.js'], execArgv: ['--expose-gc'] },
+      { name: 'b', include: ['tests/t[4-7].test.js'], execArgv: [] }],
+  });
+  const { status, report } = runVitest(dir);
+  assert.strictEqual(status, 0);
+  assert.strictEqual(report.numPassedTests, 8);
+  const seen = marksOf(marks);
+  assert.strictEqual(seen.length, 8);
+  assert.ok(seen.every((m) => m.gc === (m.file < 4 ? 'function' : 'undefined')), JSON.stringify(seen));
+  assert.strictEqual(new Set(seen.map((m) => m.pid)).size, 8);
+  assertGone(startedPids(started));
+});
+
 test('pool: procwire({ spare: false }) forks a worker when Vitest starts one, as the forks pool', { timeout: 150_000 }, (t) => {
-  const { dir, marks, started } = project(t, { files: 6, config: 'maxWorkers: 2', pool: 'procwire({ spare: false })' });
+  const { dir, marks, started } = projectDir(t, { files: 6, config: 'maxWorkers: 2', pool: 'procwire({ spare: false })' });
   const { status, report } = runVitest(dir);
   assert.strictEqual(status, 0);
   assert.strictEqual(report.numPassedTests, 6);
@@ -107,7 +131,7 @@ test('pool: procwire({ spare: false }) forks a worker when Vitest starts one, as
 });
 
 test('isolate: false and maxWorkers: 2 reuse at most two workers, with no spare', { timeout: 150_000 }, (t) => {
-  const { dir, marks, started } = project(t, { files: 8, config: 'maxWorkers: 2, isolate: false' });
+  const { dir, marks, started } = projectDir(t, { files: 8, config: 'maxWorkers: 2, isolate: false' });
   const { status, report } = runVitest(dir);
   assert.strictEqual(status, 0);
   assert.strictEqual(report.numPassedTests, 8);
@@ -123,7 +147,7 @@ test('isolate: false and maxWorkers: 2 reuse at most two workers, with no spare'
 test('a worker that dies ends the run failed, as with Vitest\'s forks pool, and leaves no worker', { timeout: 150_000 }, (t) => {
   // Side by side with Vitest's own forks pool: the same outcome, file by file.
   const outcome = (pool) => {
-    const { dir, started } = project(t, { files: 4, config: 'maxWorkers: 2', crash: 2, pool });
+    const { dir, started } = projectDir(t, { files: 4, config: 'maxWorkers: 2', crash: 2, pool });
     const { status, report } = runVitest(dir);
     assertGone(startedPids(started));
     return { status, total: report.numTotalTests, passed: report.numPassedTests, failed: report.numFailedTests,
