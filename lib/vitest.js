@@ -15,11 +15,13 @@
 // What it adds over the forks pool is a warm spare. With `isolate` (Vitest's
 // default) Vitest makes a new worker for every test file and starts it only
 // when the previous file of that slot has finished, so a Node start and the
-// load of Vitest's worker modules (tens of ms) sit between every two files.
-// The pool forks the next worker while the current file runs: a worker's
-// start() takes a spare that was forked with the same entry point, execArgv,
-// env and cwd (an idle forks.js that has loaded its modules and waits for
-// Vitest's "start" message) and forks the spare for the file after it.
+// load of Vitest's worker modules (150-230 ms of CPU on Node 20) sit between
+// every two files. The pool forks the next worker while the current file
+// runs: a worker's start() takes a spare that was forked with the same entry
+// point, execArgv, env and cwd (an idle forks.js that has loaded its modules
+// and waits for Vitest's "start" message) and forks the spare for the file
+// after it. That start is still paid in CPU, so the spare only gains where a
+// core is free while a file waits (docs/benchmarks.md, "Start-up").
 
 const path = require('path');
 

@@ -101,7 +101,7 @@ test('pool: procwire({ child: \'native\' }) runs the suite isolated (a worker pe
   assertGone(pids);
 });
 
-test('projects with different execArgv: each file runs in a worker forked with its own project\'s', { timeout: 150_000 }, (t) => {
+test('projects with different execArgv: each file runs in a worker forked with its own project\'s options', { timeout: 150_000 }, (t) => {
   // A spare is forked for one project's options; the other project's files
   // must never get it. The two projects share one pool (and its spares).
   const { dir, marks, started } = projectDir(t, {
