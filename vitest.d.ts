@@ -13,5 +13,11 @@ export declare function procwire(options?: {
   name?: string;
   /** fork()'s child mode: 'node' (default: a plain worker, the parent's end native) or 'native' (both ends). */
   child?: 'node' | 'native';
+  /**
+   * Whether to fork the next worker while the current test file runs (default true): with
+   * `isolate`, a warm spare per slot, forked with the same execArgv and env, so a file does not
+   * wait for a process start. `false` forks each worker when Vitest starts it, as the forks pool.
+   */
+  spare?: boolean;
 }): ProcwirePool;
 export default procwire;

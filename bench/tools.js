@@ -70,8 +70,12 @@ function writeSuite(dir, files) {
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "private": true }\n');
   fs.writeFileSync(path.join(dir, 'jest.config.js'), "module.exports = { testEnvironment: 'node', cache: false };\n");
   fs.writeFileSync(path.join(dir, 'vitest.config.mjs'), 'export default { test: { globals: true, include: [\'tests/**/*.test.js\'] } };\n');
-  fs.writeFileSync(path.join(dir, 'vitest.procwire.mjs'), `import { procwire } from ${JSON.stringify(path.join(harness.ROOT, 'vitest.mjs'))};\n` +
-    'export default { test: { globals: true, pool: procwire(), include: [\'tests/**/*.test.js\'] } };\n');
+  // The procwire pool as it ships (a warm spare per slot) and without the
+  // spare (each worker forked when Vitest starts it, as the forks pool).
+  for (const [file, call] of [['vitest.procwire.mjs', 'procwire()'], ['vitest.procwire-nospare.mjs', 'procwire({ spare: false })']]) {
+    fs.writeFileSync(path.join(dir, file), `import { procwire } from ${JSON.stringify(path.join(harness.ROOT, 'vitest.mjs'))};\n` +
+      `export default { test: { globals: true, pool: ${call}, include: ['tests/**/*.test.js'] } };\n`);
+  }
 }
 
 function startupNotes(quick) {
@@ -110,14 +114,15 @@ function runnerNotes(quick, tmp, log) {
   }
   if (installed('vitest')) {
     const bin = `"${process.execPath}" "${path.join(DEPS, 'vitest', 'vitest.mjs')}" run --maxWorkers 2 --root "${dir}"`;
-    const vitest = (pool) => (pool === 'procwire' ? `${bin} --config vitest.procwire.mjs` : `${bin} --pool ${pool}`);
-    log(`tools: vitest over ${files} files: forks, forks with the hook, the procwire pool, threads`);
+    const vitest = (pool) => (pool.startsWith('procwire') ? `${bin} --config vitest.${pool}.mjs` : `${bin} --pool ${pool}`);
+    log(`tools: vitest over ${files} files: forks, forks with the hook, the procwire pool with and without its spare, threads`);
     const forks = timed(vitest('forks'), { hook: false, cwd: dir });
     const hooked = timed(vitest('forks'), { hook: true, cwd: dir });
     const pool = timed(vitest('procwire'), { hook: false, cwd: dir });
+    const noSpare = timed(vitest('procwire-nospare'), { hook: false, cwd: dir });
     const threads = timed(vitest('threads'), { hook: false, cwd: dir });
     notes.push(`vitest, ${files} files, 2 workers: forks ${fmt(forks)}; forks with procwire/register ${fmt(hooked)}; ` +
-      `pool: procwire() ${fmt(pool)}; threads ${fmt(threads)}`);
+      `pool: procwire() ${fmt(pool)}; procwire({ spare: false }) ${fmt(noSpare)}; threads ${fmt(threads)}`);
   } else {
     notes.push('vitest: not installed in .bench-deps/ (scripts/setup.sh --bench), skipped');
   }
