@@ -97,7 +97,7 @@ test('a child started from the start bundle has the modules it would have withou
   }
   const withBundle = await firstAnswer(procwire.fork(CHILD, ['plain']), false);
   const without = await firstAnswer(procwire.fork(CHILD, ['plain'], { env: { ...process.env, PROCWIRE_START_BUNDLE: '0' } }), false);
-  const starter = path.join('lib', 'child-start.js');
+  const starter = path.join('lib', 'start-bundle.js');
   assert.ok(withBundle.files.includes(starter) && !without.files.includes(starter), 'PROCWIRE_START_BUNDLE=0 did not turn the bundle off');
   assert.deepStrictEqual(withBundle.files.filter((f) => f !== starter).sort(), without.files.sort());
 });
