@@ -191,7 +191,11 @@ let parentBundle;
 function compiledParentBundle() {
   if (parentBundle === undefined) {
     parentBundle = null;
-    if (bundlesAllowed(process.env) && currentBundle('parent-start') !== null) {
+    // A native child started from its own bundle has loaded most of what
+    // the parent's holds; compiling that for the few files left (lib/fork.js,
+    // for its require('procwire')) would cost it more than loading them.
+    const childFromBundle = childStarted.cacheFile !== null;
+    if (!childFromBundle && bundlesAllowed(process.env) && currentBundle('parent-start') !== null) {
       try {
         parentBundle = compileBundle('parent-start');
       } catch {
