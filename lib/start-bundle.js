@@ -58,6 +58,15 @@ function sameStamp(a, b) {
   return a !== null && Array.isArray(b) && a[0] === b[0] && a[1] === b[1];
 }
 
+// The sources' stamps, taken once per process: the parent's check and the
+// child's (at the first fork) share most of their files.
+const sourceStamps = new Map();
+
+function sourceStamp(file) {
+  if (!sourceStamps.has(file)) sourceStamps.set(file, fileStamp(path.join(root, file)));
+  return sourceStamps.get(file);
+}
+
 // The bundle's file when it was made from lib/ as it is now, else null.
 function currentBundle(name = 'child-start') {
   const files = bundleFiles(name);
@@ -69,7 +78,7 @@ function currentBundle(name = 'child-start') {
   }
   if (!sameStamp(fileStamp(files.bundle), manifest.bundle)) return null;
   for (const [file, stamp] of Object.entries(manifest.sources ?? {})) {
-    if (!sameStamp(fileStamp(path.join(root, file)), stamp)) return null;
+    if (!sameStamp(sourceStamp(file), stamp)) return null;
   }
   return files.bundle;
 }
