@@ -259,7 +259,16 @@ function startChild() {
   if (process.env.PROCWIRE_NATIVE_CHANNEL_FD === undefined) return;
   const cacheOut = process.env[ENV_CACHE_OUT];
   delete process.env[ENV_CACHE_OUT];
-  const bundle = compileBundle('child-start');
+  let bundle;
+  try {
+    bundle = compileBundle('child-start');
+  } catch {
+    // The parent found the bundle current when it first forked, but it is
+    // gone or half written now (a rebuild removes build/ and writes it
+    // again): this child starts the ordinary way rather than failing.
+    require('./child-preload');
+    return;
+  }
   childStarted.cacheFile = bundle.cacheFile;
   childStarted.cacheUsed = bundle.cacheUsed;
   loadModule(bundle.sources, 'lib/child-preload.js', module);

@@ -12,6 +12,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const childProcess = require('child_process');
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const procwire = require('..');
 
@@ -100,4 +101,47 @@ test('a child started from the start bundle has the modules it would have withou
   const starter = path.join('lib', 'start-bundle.js');
   assert.ok(withBundle.files.includes(starter) && !without.files.includes(starter), 'PROCWIRE_START_BUNDLE=0 did not turn the bundle off');
   assert.deepStrictEqual(withBundle.files.filter((f) => f !== starter).sort(), without.files.sort());
+});
+
+// A parent decides once whether the bundle is current; a rebuild (node-gyp
+// removes build/) may take the bundle away while that parent still forks.
+// Its children then start the ordinary way instead of failing in the
+// preload. Run on a copy of lib/ and build/, so this checkout's bundle stays.
+test('a child whose bundle went away after its parent found it current starts without it', { timeout: 60_000 }, async (t) => {
+  const { addonFile } = require('../lib/native');
+  if (startBundle.currentBundle() === null || addonFile === null) {
+    t.skip('no current start bundle or no addon (npm run build makes them)');
+    return;
+  }
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-bundle-gone-'));
+  t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
+  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
+  fs.mkdirSync(path.join(copy, 'build', 'Release'), { recursive: true });
+  fs.copyFileSync(startBundle.BUNDLE, path.join(copy, 'build', path.basename(startBundle.BUNDLE)));
+  // The copy's manifest records the copies' stamps, so its bundle is current.
+  const sources = Object.keys(JSON.parse(fs.readFileSync(startBundle.MANIFEST, 'utf8')).sources);
+  fs.writeFileSync(path.join(copy, 'build', path.basename(startBundle.MANIFEST)), JSON.stringify({
+    bundle: startBundle.fileStamp(path.join(copy, 'build', path.basename(startBundle.BUNDLE))),
+    sources: Object.fromEntries(sources.map((f) => [f, startBundle.fileStamp(path.join(copy, f))])),
+  }));
+  fs.copyFileSync(addonFile, path.join(copy, 'build', 'Release', 'procwire.node'));
+  // The child answers with how it started: from the bundle or from lib/.
+  fs.writeFileSync(path.join(copy, 'child.js'), `const start = require.cache[${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))}];
+    process.once('message', () => process.send(start === undefined || start.exports.childStarted.cacheFile === null ? 'lib' : 'bundle'));`);
+  fs.writeFileSync(path.join(copy, 'parent.js'), `
+    const fs = require('fs');
+    const procwire = require('./lib');
+    const answer = () => new Promise((resolve) => {
+      const child = procwire.fork(${JSON.stringify(path.join(copy, 'child.js'))});
+      child.once('message', (how) => { child.kill(); resolve(how); });
+      child.once('exit', (code, signal) => resolve('exited ' + (code ?? signal)));
+      child.send(0);
+    });
+    (async () => {
+      const first = await answer();
+      fs.rmSync(require('./lib/start-bundle').BUNDLE);
+      console.log(JSON.stringify([first, await answer()]));
+    })();`);
+  const out = childProcess.execFileSync(process.execPath, [path.join(copy, 'parent.js')], { encoding: 'utf8', timeout: 50_000 });
+  assert.deepStrictEqual(JSON.parse(out), ['bundle', 'lib']);
 });

@@ -92,6 +92,51 @@ test('tasks given in one tick share a message each way, yet each fails alone: a 
   const settled = await withTimeout(Promise.all(crashing.map(outcome)), STEP, 'the crashing batch');
   assert.deepStrictEqual(settled, [11, ['ERR_PROCWIRE_POOL_WORKER_EXITED', null], ['ERR_PROCWIRE_POOL_WORKER_EXITED', null]]);
   assert.strictEqual(await p.run({ a: 20, b: 22 }), 42);
+  // The task that could not be sent counts as failed, as do the two the
+  // worker rejected (a result it could not send, no such handler) and the
+  // two its exit took.
+  assert.strictEqual(p.stats().failed, 5);
+});
+
+test('tasks given to a worker whose channel closed before it exits are queued again, not lost in the closed channel', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
+  const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-')), 'closed');
+  t.after(() => fs.rmSync(path.dirname(marker), { recursive: true, force: true }));
+  const first = (await p.run(1, { name: 'pid' }));
+  assert.strictEqual(await p.run({ marker, lingerMs: 1500 }, { name: 'hangup' }), 'bye');
+  await until(() => fs.existsSync(marker), STEP, 'the worker closed its channel');
+  // The parent reads the end of the channel soon after; the worker still runs.
+  await sleep(300);
+  const pids = await withTimeout(Promise.all([1, 2, 3].map(() => p.run(1, { name: 'pid' }))), STEP, 'the tasks given after the hang-up');
+  assert.ok(pids.every((pid) => pid !== first), 'the tasks ran on a new worker');
+  assert.deepStrictEqual([p.stats().failed, p.stats().cancelled], [0, 0]);
+});
+
+test('a task queued again from a worker whose channel closed goes to another worker with room at once', async (t) => {
+  const p = pool(t, { minWorkers: 2, maxWorkers: 2, concurrentTasksPerWorker: 8 });
+  const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-')), 'closed');
+  t.after(() => fs.rmSync(path.dirname(marker), { recursive: true, force: true }));
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  // Ties go to the first ready worker: it answers, hangs up and lingers
+  // (destroy() at the test's end kills it); the next task goes to it first.
+  const hung = await p.run(1, { name: 'pid' });
+  assert.strictEqual(await p.run({ marker, lingerMs: 60_000 }, { name: 'hangup' }), 'bye');
+  await until(() => fs.existsSync(marker), STEP, 'the worker closed its channel');
+  await sleep(300);
+  const pid = await withTimeout(p.run(1, { name: 'pid' }), STEP, 'the task given after the hang-up');
+  assert.notStrictEqual(pid, hung);
+  assert.ok(alive(hung), 'the task ran before the worker that hung up exited');
+});
+
+test('destroy() in the tick that gave tasks to a worker: they never leave the pool, and count as cancelled', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
+  assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
+  // A crash would fail them as run; they must not reach the worker at all.
+  const given = [p.run(3, { name: 'crash' }), p.run(4, { name: 'crash' })].map((promise) => rejects(promise, 'ERR_PROCWIRE_POOL_CLOSED'));
+  await p.destroy();
+  for (const err of await Promise.all(given)) assert.match(err.message, /before the task ran/);
+  const { completed, failed, cancelled } = p.stats();
+  assert.deepStrictEqual({ completed, failed, cancelled }, { completed: 1, failed: 0, cancelled: 2 });
 });
 
 test('a worker that crashes mid-task rejects exactly its task, with pid, exit code and stderr; it is replaced', async (t) => {

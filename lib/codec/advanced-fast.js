@@ -874,7 +874,9 @@ function readDouble() {
   b[4] = u[p + 4]; b[5] = u[p + 5]; b[6] = u[p + 6]; b[7] = u[p + 7];
   p += 8;
   const v = scratchDouble[0];
-  // V8 reads every NaN as its one quiet NaN.
+  // V8 reads an integer that fits a Smi (not -0) as a Smi, and every NaN as
+  // its one quiet NaN. A Smi kept as a double would be written back as one.
+  if ((v | 0) === v) return v !== 0 || 1 / v > 0 ? v | 0 : v;
   return v === v ? v : NaN;
 }
 
@@ -1165,6 +1167,12 @@ function readDense() {
       p++;
       const z = readVarint();
       a[i] = (z >>> 1) ^ -(z & 1);
+      continue;
+    }
+    if (tag === T_DOUBLE) {
+      // So are arrays of doubles.
+      p++;
+      a[i] = readDouble();
       continue;
     }
     if (tag === T_HOLE) {

@@ -13,8 +13,18 @@
 // Ids start at 1, so a leading 0 cannot be a task's id. A batch stays
 // small enough (MAX_BATCH_TASKS) for the codec's fast path to encode it.
 
+const { makeError } = require('../errors');
+
 const BATCH = 0;
 const MAX_BATCH_TASKS = 32;
+
+// A channel that closed (the worker hung up or is dying) does not throw on
+// send(): it returns false and reports the error later, so the tasks would
+// be lost in it and fail only at the worker's exit, or never if it lingers.
+// Asked first, it refuses them here instead, and the pool queues them again.
+function closedError(channel) {
+  return channel.connected ? null : makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'the pool worker\'s channel is closed');
+}
 
 class TaskOutbox {
   // sendOne(task) sends a single task and reports its own failure;
@@ -47,6 +57,11 @@ class TaskOutbox {
     const tasks = this.tasks;
     if (tasks.length === 0) return;
     this.tasks = [];
+    const closed = closedError(this.channel);
+    if (closed !== null) {
+      this.unsent(tasks, closed);
+      return;
+    }
     if (tasks.length === 1) {
       this.sendOne(tasks[0]);
       return;
@@ -65,6 +80,13 @@ class TaskOutbox {
   drop() {
     this.tasks = [];
   }
+
+  // What waits, taken back unsent (oldest first).
+  take() {
+    const tasks = this.tasks;
+    this.tasks = [];
+    return tasks;
+  }
 }
 
-module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS };
+module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, closedError };

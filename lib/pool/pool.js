@@ -138,6 +138,7 @@ class Pool extends EventEmitter {
   #runTime = new Histogram();
   #waitTime = new Histogram();
   #busyMsOfGone = 0;
+  #pumping = false;      // #pump is handing out queued tasks
 
   constructor(options) {
     super();
@@ -272,11 +273,15 @@ class Pool extends EventEmitter {
         this.#cancelled++;
         t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
       } else if (running) {
+        // It ran nowhere, but it failed: stats() counts it with the failed.
+        this.#failed++;
         t.reject(err);
       }
       this.#taskGone();
     }
-    if (closed) this.#grow();
+    // Another worker with room takes them now, not at this one's exit (a
+    // #pump running takes them itself: this is its own dispatch).
+    if (closed && this.#phase !== 'closed' && !this.#pumping) this.#pump();
   }
 
   // Hands queued tasks to workers with room, oldest first.
@@ -285,10 +290,15 @@ class Pool extends EventEmitter {
     const queue = scheduler.queue;
     if (queue.size === 0) return;
     let slot;
-    while (queue.size > 0 && (slot = scheduler.pick()) !== null) {
-      const t = queue.shift();
-      if (t === undefined) break;
-      this.#dispatch(slot, t);
+    this.#pumping = true;
+    try {
+      while (queue.size > 0 && (slot = scheduler.pick()) !== null) {
+        const t = queue.shift();
+        if (t === undefined) break;
+        this.#dispatch(slot, t);
+      }
+    } finally {
+      this.#pumping = false;
     }
     if (queue.size === 0) this.emit('drain');
     else this.#grow();
@@ -503,7 +513,10 @@ class Pool extends EventEmitter {
     }
     this.#active -= queued.length;
     this.#refAll(true);
-    for (const slot of [...this.#live]) slot.kill('destroy');
+    for (const slot of [...this.#live]) {
+      slot.recallUnsent();
+      slot.kill('destroy');
+    }
     if (this.#live.size === 0) this.#closed.resolve();
     return this.#closed.promise;
   }

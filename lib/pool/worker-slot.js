@@ -7,7 +7,8 @@
 
 const path = require('path');
 const { fork } = require('../fork');
-const { TaskOutbox, BATCH } = require('./outbox');
+const { makeError } = require('../errors');
+const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent } = require('./symbols');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
@@ -113,6 +114,11 @@ class WorkerSlot {
   }
 
   sendOne(task) {
+    const closed = closedError(this.channel);
+    if (closed !== null) {
+      this.unsent([task], closed);
+      return;
+    }
     const message = task.name === undefined ? [task.id, task.task] : [task.id, task.task, task.name];
     try {
       if (task.transfer === undefined) this.channel.send(message);
@@ -132,6 +138,13 @@ class WorkerSlot {
       }
     }
     this.pool[kUnsent](this, tasks, err);
+  }
+
+  // The pool is destroyed: the tasks given in this tick never go out, and
+  // the pool settles them as not run.
+  recallUnsent() {
+    const tasks = this.outbox.take();
+    if (tasks.length > 0) this.unsent(tasks, makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'the pool was destroyed'));
   }
 
   // Asks the worker to abort a running task (its handler's signal fires).
