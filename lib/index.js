@@ -1,9 +1,14 @@
 'use strict';
 // procwire: fast, safe message channels between Node.js processes.
 
+// First, so that lib/fork.js and what it loads (most of lib/index.js's own
+// requires) come from the parent's start bundle when it is current (see
+// lib/start-bundle.js); lib/require-parent.js too, required below.
+const { parentRequire } = require('./start-bundle');
+const { fork, getParent } = parentRequire('lib/fork.js');
+parentRequire('lib/require-parent.js');
 const codec = require('./codec');
 const { Channel } = require('./channel');
-const { fork, getParent } = require('./fork');
 const errors = require('./errors');
 const { binding } = require('./native');
 const { validateSize, invalidArg } = require('./validate');

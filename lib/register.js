@@ -113,8 +113,10 @@ function install() {
       // would run its pure-JavaScript fallback, which is no faster than
       // Node's own channel: Node's fork serves instead.
       try {
+        // lib/fork.js and what it loads come from the parent's start bundle
+        // when it is current (see lib/start-bundle.js).
+        procwireFork = require('./start-bundle').parentRequire('lib/fork.js').fork;
         nativeAddon = require('./native').native === true;
-        procwireFork = require('./fork').fork;
       } catch (err) {
         nativeAddon = false;
         reason = `procwire did not load (${err && err.message})`;

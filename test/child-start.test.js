@@ -98,7 +98,7 @@ test('a child started from the start bundle has the modules it would have withou
   }
   const withBundle = await firstAnswer(procwire.fork(CHILD, ['plain']), false);
   const without = await firstAnswer(procwire.fork(CHILD, ['plain'], { env: { ...process.env, PROCWIRE_START_BUNDLE: '0' } }), false);
-  const starter = path.join('lib', 'child-start.js');
+  const starter = path.join('lib', 'start-bundle.js');
   assert.ok(withBundle.files.includes(starter) && !without.files.includes(starter), 'PROCWIRE_START_BUNDLE=0 did not turn the bundle off');
   assert.deepStrictEqual(withBundle.files.filter((f) => f !== starter).sort(), without.files.sort());
 });
@@ -126,8 +126,8 @@ test('a child whose bundle went away after its parent found it current starts wi
   }));
   fs.copyFileSync(addonFile, path.join(copy, 'build', 'Release', 'procwire.node'));
   // The child answers with how it started: from the bundle or from lib/.
-  fs.writeFileSync(path.join(copy, 'child.js'), `const start = require.cache[${JSON.stringify(path.join(copy, 'lib', 'child-start.js'))}];
-    process.once('message', () => process.send(start === undefined || start.exports.started.cacheFile === null ? 'lib' : 'bundle'));`);
+  fs.writeFileSync(path.join(copy, 'child.js'), `const start = require.cache[${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))}];
+    process.once('message', () => process.send(start === undefined || start.exports.childStarted.cacheFile === null ? 'lib' : 'bundle'));`);
   fs.writeFileSync(path.join(copy, 'parent.js'), `
     const fs = require('fs');
     const procwire = require('./lib');
