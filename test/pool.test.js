@@ -98,6 +98,55 @@ test('tasks given in one tick share a message each way, yet each fails alone: a 
   assert.strictEqual(p.stats().failed, 5);
 });
 
+test('tasks batched in one tick share no object in the worker, nor their results in the parent, as when sent one by one', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 16 });
+  await p.run({ a: 1, b: 1 });
+  const batch = (make) => withTimeout(Promise.all(make()), STEP, 'a batch');
+  // The same object, a shared part, the same Buffer (inline and big enough
+  // for shared memory), Maps (which only V8's serializer writes) sharing a
+  // value: each task counts from 0 in a copy of its own.
+  const same = { n: 0 };
+  assert.deepStrictEqual(await batch(() => [1, 2, 3].map(() => p.run(same, { name: 'bump' }))), [0, 0, 0]);
+  const shared = { n: 0 };
+  assert.deepStrictEqual(await batch(() => [1, 2].map((i) => p.run({ i, shared }, { name: 'bump' }))), [0, 0]);
+  for (const size of [16, 256 * 1024]) {
+    const buf = Buffer.alloc(size);
+    assert.deepStrictEqual(await batch(() => [1, 2, 3].map(() => p.run(buf, { name: 'bump' }))), [0, 0, 0], `${size} B`);
+    assert.strictEqual(buf[0], 0);
+  }
+  const value = { n: 0 };
+  const maps = await batch(() => [1, 2].map(() => p.run(new Map([['x', value], ['y', value]]), { name: 'bump' })));
+  // Within one task a shared part stays shared, as V8 writes it.
+  assert.deepStrictEqual(maps, [[0, 1], [0, 1]]);
+  assert.strictEqual(same.n + shared.n + value.n, 0);
+  // Answers: one object of the worker's module, given to several tasks.
+  for (const how of ['whole', 'inside', 'map']) {
+    const results = await batch(() => [1, 2, 3].map(() => p.run(how, { name: 'kept' })));
+    const kept = results.map((r) => (how === 'whole' ? r : how === 'inside' ? r.kept : r.get('kept')));
+    assert.deepStrictEqual(kept[0], { n: 0, list: [1, 2] }, how);
+    assert.strictEqual(new Set(kept).size, 3, `${how}: each result is its own`);
+    assert.strictEqual(new Set(kept.map((k) => k.list)).size, 3, how);
+  }
+});
+
+test('a batch carries at most 64 KiB of tasks or answers that are Buffers: bigger ones share no message', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 32 });
+  await p.run({ a: 1, b: 1 });
+  // Each count is taken by a task of its own, one message each way.
+  const messages = () => p.run(null, { name: 'messages' });
+  const sent = async (make) => {
+    const before = await messages();
+    await withTimeout(Promise.all(Array.from({ length: 8 }, make)), STEP, 'eight tasks');
+    const after = await messages();
+    return [after.in - before.in - 1, after.out - before.out - 1];
+  };
+  assert.deepStrictEqual(await sent(() => p.run({ a: 1, b: 2 })), [1, 1]);
+  const buf = Buffer.alloc(40 * 1024);
+  assert.deepStrictEqual(await sent(() => p.run(buf, { name: 'describe' })), [4, 1]);
+  assert.deepStrictEqual(await sent(() => p.run(40 * 1024, { name: 'bytes' })), [1, 4]);
+  assert.deepStrictEqual(await sent(() => p.run(Buffer.alloc(16), { name: 'describe' })), [1, 1]);
+});
+
 test('tasks given to a worker whose channel closed before it exits are queued again, not lost in the closed channel', async (t) => {
   const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
   const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-')), 'closed');

@@ -15,6 +15,7 @@ const { invalidArg } = require('../validate');
 const { CMD } = require('../protocol');
 const { kWriteFailed } = require('../write-failure');
 const { FrameStager } = require('./stager');
+const { separationOf } = require('../codec/separate');
 const { kPhase, kReader, kFinish, kEmitError, kApplyRefPolicy } = require('./symbols');
 
 // The handle's write methods, as #push names them.
@@ -230,19 +231,29 @@ class Writer {
   }
 
   #encode(message) {
-    if (this.fastMaxView < 0) return this.#push(OP_WRITE, message);
+    if (this.fastMaxView < 0) return this.#encodeInAddon(message);
     const stager = this.stager;
     if (stager.buffer !== null && this.flushScheduled && stager.encoding === 1) {
       const length = stager.tryAppend(message, this.fastMaxView, this.writeLimit);
       if (length > 0) return stager.full ? this.drainStage() : this.pushed + length;
       // Everything else goes after what is staged.
       if (stager.spilled >= 0) return this.#push(OP_WRITE_FRAME, fastCodec.scratch(), stager.spilled);
-      return this.#push(OP_WRITE, message);
+      return this.#encodeInAddon(message);
     }
     // A write from a getter of a message being encoded goes after what was
     // staged before that message, and before the message itself (#push).
     const length = fastCodec.encodeToScratch(message, this.fastMaxView);
     if (length >= 0) return this.#push(OP_WRITE_FRAME, fastCodec.scratch(), length);
+    return this.#encodeInAddon(message);
+  }
+
+  // A message the JavaScript encoder did not write: the addon encodes it,
+  // unless it is advanced and marked (../codec/separate.js), which V8's
+  // serializer cannot write as separate values; nothing is queued then.
+  #encodeInAddon(message) {
+    if (this.host.serialization === 'advanced' && separationOf(message) !== 0) {
+      throw makeError('ERR_PROCWIRE_UNSERIALIZABLE', 'the values cannot be sent as one message; send them one by one');
+    }
     return this.#push(OP_WRITE, message);
   }
 

@@ -53,6 +53,7 @@ const {
   typedArrayTag, typedArrayBuffer, typedArrayByteOffset, typedArrayByteLength,
   dataViewBuffer, dataViewByteOffset, dataViewByteLength, isDataView, bufferSlice,
 } = require('../fallback/views');
+const { kSeparateElements } = require('./separate');
 
 // Intrinsics, captured before user code can replace them.
 const ObjectKeys = Object.keys;
@@ -173,10 +174,20 @@ const firstObjects = new Array(LINEAR_IDS).fill(null);
 const ids = new Map();
 var nextId = 0;
 
+// Objects given ids below this are not referred back to: the message is a
+// marked array (./separate.js), and they belong to an earlier group of it.
+// Met again, such an object is written afresh under a new id, as V8 writes a
+// distinct object.
+var idFloor = 0;
+// The value being encoded: only the message itself can be marked.
+var topLevel = null;
+
 function idOf(o) {
   const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
-  for (let i = 0; i < n; i++) if (firstObjects[i] === o) return i;
-  return nextId > LINEAR_IDS ? ids.get(o) : undefined;
+  for (let i = idFloor; i < n; i++) if (firstObjects[i] === o) return i;
+  if (nextId <= LINEAR_IDS) return undefined;
+  const id = ids.get(o);
+  return id !== undefined && id >= idFloor ? id : undefined;
 }
 
 function newId(o) {
@@ -599,6 +610,17 @@ function writeArray(a) {
   const keys = ObjectKeys(a);
   if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
   const extra = keys.length > length ? keys.slice(length) : null;
+  // A marked message starts a new group every `stride` elements from its
+  // second; any other array never reaches its `nextGroup`.
+  let stride = 0;
+  let nextGroup = length;
+  if (a === topLevel) {
+    const marked = a[kSeparateElements];
+    if (marked !== undefined) {
+      stride = marked;
+      nextGroup = 1;
+    }
+  }
   newId(a);
   if (pos + 6 > out.length) grow(6);
   out[pos++] = T_DENSE;
@@ -613,6 +635,10 @@ function writeArray(a) {
     // An element getter declines before it runs (V8 writes such an array
     // sparse, and runs the getter there).
     if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
+    if (i === nextGroup) {
+      idFloor = nextId;
+      nextGroup += stride;
+    }
     const v = a[i];
     if (typeof v === 'number') {
       numbers++;
@@ -707,6 +733,8 @@ function encodeInto(buffer, at, value, maxView) {
   start = at;
   pos = at + 4;
   nextId = 0;
+  idFloor = 0;
+  topLevel = value;
   maxViewBytes = maxView === undefined ? Infinity : maxView;
   let ok = false;
   try {
@@ -723,6 +751,7 @@ function encodeInto(buffer, at, value, maxView) {
     const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
     for (let i = 0; i < n; i++) firstObjects[i] = null;
     if (nextId > LINEAR_IDS) ids.clear();
+    topLevel = null;
     encoding = false;
   }
   const payload = pos - start - 4;

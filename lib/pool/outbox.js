@@ -12,11 +12,19 @@
 //                                                     for the default handler
 // Ids start at 1, so a leading 0 cannot be a task's id. A batch stays
 // small enough (MAX_BATCH_TASKS) for the codec's fast path to encode it.
+// Each task in it reaches the worker as its own value, sharing no object
+// with another (../codec/separate.js), as when sent alone.
 
 const { makeError } = require('../errors');
+const { separateElements } = require('../codec/separate');
 
 const BATCH = 0;
 const MAX_BATCH_TASKS = 32;
+// A batch also goes once the tasks' own bytes (a task that is a Buffer or
+// other view) reach this: a big task gains nothing from sharing a message,
+// and a batch of them is one big message, which the worker can start on
+// only once all of it has arrived.
+const MAX_BATCH_VIEW_BYTES = 64 * 1024;
 
 // A channel that closed (the worker hung up or is dying) does not throw on
 // send(): it returns false and reports the error later, so the tasks would
@@ -34,6 +42,7 @@ class TaskOutbox {
     this.sendOne = sendOne;
     this.unsent = unsent;
     this.tasks = [];
+    this.viewBytes = 0;
     this.scheduled = false;
     this.flushLater = () => {
       this.scheduled = false;
@@ -43,7 +52,8 @@ class TaskOutbox {
 
   add(task) {
     this.tasks.push(task);
-    if (this.tasks.length >= MAX_BATCH_TASKS) this.flush();
+    if (ArrayBuffer.isView(task.task)) this.viewBytes += task.task.byteLength;
+    if (this.tasks.length >= MAX_BATCH_TASKS || this.viewBytes >= MAX_BATCH_VIEW_BYTES) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(this.flushLater);
@@ -52,11 +62,14 @@ class TaskOutbox {
 
   // Sends what waits, as one message; a single task keeps the single form.
   // A batch the channel refuses is sent task by task, so only the task that
-  // cannot be encoded fails; a closed channel refuses them all at once.
+  // cannot be encoded fails; a closed channel refuses them all at once. A
+  // batch that only V8's serializer can write (a Map in a task, a view for
+  // shared memory) is refused too, and so goes task by task.
   flush() {
     const tasks = this.tasks;
     if (tasks.length === 0) return;
     this.tasks = [];
+    this.viewBytes = 0;
     const closed = closedError(this.channel);
     if (closed !== null) {
       this.unsent(tasks, closed);
@@ -66,7 +79,7 @@ class TaskOutbox {
       this.sendOne(tasks[0]);
       return;
     }
-    const message = [BATCH];
+    const message = separateElements([BATCH], 3);
     for (const t of tasks) message.push(t.id, t.task, t.name === undefined ? null : t.name);
     try {
       this.channel.send(message);
@@ -79,14 +92,16 @@ class TaskOutbox {
   // The worker is gone: what waits is its pool's to settle, not to send.
   drop() {
     this.tasks = [];
+    this.viewBytes = 0;
   }
 
   // What waits, taken back unsent (oldest first).
   take() {
     const tasks = this.tasks;
     this.tasks = [];
+    this.viewBytes = 0;
     return tasks;
   }
 }
 
-module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, closedError };
+module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, closedError };

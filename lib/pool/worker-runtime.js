@@ -22,7 +22,8 @@ const url = require('url');
 // needs none of it would load at every start.
 const parent = require('../fork').getParent();
 const { isMoved } = require('./move');
-const { BATCH, MAX_BATCH_TASKS } = require('./outbox');
+const { BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES } = require('./outbox');
+const { separateElements } = require('../codec/separate');
 // The one serializeError in lib/, shared with the request responder.
 const { serializeError } = require('../channel/requests');
 
@@ -35,9 +36,18 @@ const controllers = new Map();
 // [BATCH, ±id, answer, ...] once it runs again (or when the batch is full):
 // the answers to a batch of tasks, sync or async, mostly go back as one
 // message, as the batch came. A process that exits sends them first.
-let answers = [BATCH];
+let answers = newAnswers();
 let answersQueued = false;
 const MAX_ANSWERS = 2 * MAX_BATCH_TASKS;
+// Bytes of the answers that are Buffers or other views, bounded as a batch
+// of tasks is (./outbox.js).
+let answerViewBytes = 0;
+
+// Each answer reaches the parent as its own value, as the tasks came (see
+// ./outbox.js): two tasks answered with one object get one each.
+function newAnswers() {
+  return separateElements([BATCH], 2);
+}
 
 function reply(id, value) {
   if (isMoved(value)) {
@@ -47,6 +57,7 @@ function reply(id, value) {
     return;
   }
   answers.push(id, value);
+  if (ArrayBuffer.isView(value)) answerViewBytes += value.byteLength;
   answersAdded();
 }
 
@@ -56,7 +67,7 @@ function fail(id, err) {
 }
 
 function answersAdded() {
-  if (answers.length > MAX_ANSWERS) flushAnswers();
+  if (answers.length > MAX_ANSWERS || answerViewBytes >= MAX_BATCH_VIEW_BYTES) flushAnswers();
   else if (!answersQueued) {
     answersQueued = true;
     queueMicrotask(flushQueuedAnswers);
@@ -68,12 +79,14 @@ function flushQueuedAnswers() {
   flushAnswers();
 }
 
-// One message for the answers, unless one of them cannot be sent: then
-// each goes on its own, so only that task fails.
+// One message for the answers, unless one of them cannot be sent, or they
+// can only be sent one by one (../codec/separate.js): then each goes on its
+// own, so only a task whose answer cannot be sent fails.
 function flushAnswers() {
   const out = answers;
   if (out.length === 1) return;
-  answers = [BATCH];
+  answers = newAnswers();
+  answerViewBytes = 0;
   if (out.length === 3) {
     sendAnswer(out[1], out[2]);
     return;

@@ -1,0 +1,40 @@
+'use strict';
+// Several values in one message, each as if sent on its own.
+//
+// The pool sends the tasks of a tick as one array ([BATCH, id, task, name,
+// ...]) and a worker its answers the same way, to pay one message's cost
+// for many. Written as one V8 value, an object met twice becomes one object
+// at the peer (the serializer writes a back-reference), so two run() calls
+// given the same object, or objects sharing a part, would hand the worker a
+// single object to mutate; two separate sends never share anything.
+//
+// An array marked here is written by the advanced format's JavaScript
+// encoder with no back-reference from one group of `stride` elements to
+// another (from index 1; index 0 is the message's own tag): each group's
+// objects are written afresh, as V8 writes distinct objects, so the bytes
+// are what v8.serialize gives for the same array of copies. V8's own
+// serializer, where that encoder declines (a Map in a task, a view for
+// shared memory), cannot write that, so a channel refuses a marked message
+// there (see lib/channel/writer.js), and the sender sends the values one by
+// one instead. The JSON format shares nothing anyway, so it takes marked
+// messages as they are.
+
+const { isProxy } = require('util').types;
+
+const kSeparateElements = Symbol('procwire.separateElements');
+
+// Marks `array` (a dense array built by the caller) -> array.
+function separateElements(array, stride) {
+  array[kSeparateElements] = stride;
+  return array;
+}
+
+// The stride `message` was marked with, or 0. Reads no user code: a proxy is
+// never a marked message, and its traps must not run here.
+function separationOf(message) {
+  if (!Array.isArray(message) || isProxy(message)) return 0;
+  const stride = message[kSeparateElements];
+  return stride === undefined ? 0 : stride;
+}
+
+module.exports = { kSeparateElements, separateElements, separationOf };

@@ -1,0 +1,139 @@
+'use strict';
+// Arrays marked with separateElements (lib/codec/separate.js): the advanced
+// format's JavaScript encoder writes each group of elements with no
+// back-reference to another group, byte for byte what it writes for the
+// same array of copies (an unmarked array, whose bytes the codec tests hold
+// to Node's IPC serializer's), and the codec reads that back as copies; a channel refuses a
+// marked message that only V8's serializer could write, queueing nothing,
+// and goes on.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { once } = require('events');
+const v8 = require('v8');
+const { advanced } = require('..').codec;
+const fast = require('../lib/codec/advanced-fast');
+const { separateElements } = require('../lib/codec/separate');
+const { namedPair } = require('./helpers/pair');
+const { withTimeout } = require('./helpers/wait');
+
+function hexOf(bytes) {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
+
+// A copy of `value` that keeps what is shared inside it (`seen`: original ->
+// copy). Arrays are built packed, as the originals are: a deserialized array
+// is holey, and V8 writes that differently.
+function copyOf(value, seen) {
+  if (value === null || typeof value !== 'object') return value;
+  if (seen.has(value)) return seen.get(value);
+  let copy;
+  if (Buffer.isBuffer(value)) copy = Buffer.from(value);
+  else if (value instanceof Date) copy = new Date(value.getTime());
+  else if (Array.isArray(value)) {
+    copy = [];
+    seen.set(value, copy);
+    for (const v of value) copy.push(copyOf(v, seen));
+    return copy;
+  } else {
+    copy = {};
+    seen.set(value, copy);
+    for (const k of Object.keys(value)) copy[k] = copyOf(value[k], seen);
+    return copy;
+  }
+  seen.set(value, copy);
+  return copy;
+}
+
+// [tag, ...group0, ...group1, ...], each group copied on its own, as V8
+// would write separate values.
+function copiesOf(tag, groups) {
+  const out = [tag];
+  for (const g of groups) {
+    const seen = new Map();
+    for (const v of g) out.push(copyOf(v, seen));
+  }
+  return out;
+}
+
+function marked(tag, groups) {
+  const stride = groups[0].length;
+  const out = separateElements([tag], stride);
+  for (const g of groups) out.push(...g);
+  return out;
+}
+
+const shared = { n: 1, s: 'text' };
+const date = new Date(0);
+const buf = Buffer.from('shared bytes');
+// More objects than the encoder finds by a linear scan, so later groups
+// meet earlier ones through its Map.
+const many = Array.from({ length: 40 }, (_, i) => ({ i }));
+
+const CASES = [
+  ['one object in every group', 2, () => [[1, shared], [2, shared], [3, shared]]],
+  ['a shared part', 3, () => [[1, { a: shared }, null], [2, [shared, 'x'], 'name'], [3, { b: { c: shared } }, null]]],
+  ['shared inside a group stays shared', 2, () => [[1, { x: shared, y: shared }], [2, [shared, shared]]]],
+  ['a cycle inside a group', 2, () => {
+    const a = { name: 'a' };
+    a.self = a;
+    return [[1, a], [2, a]];
+  }],
+  ['the same Buffer, Date and array', 2, () => [[1, [buf, date]], [2, { buf, date }], [3, buf]]],
+  ['past the linear ids', 2, () => [[1, many], [2, many], [3, { again: many[39], first: many[0] }]]],
+  ['primitives and strings only', 2, () => [[1, 'same'], [2, 'same'], [3, -1.5]]],
+];
+
+for (const [name, , build] of CASES) {
+  test(`separate groups: ${name}`, () => {
+    const groups = build();
+    const frame = fast.encode(marked(0, groups));
+    assert.notStrictEqual(frame, null, 'the fast path declined it');
+    const copies = copiesOf(0, groups);
+    assert.strictEqual(hexOf(frame), hexOf(fast.encode(copies)));
+    const decoded = advanced.decode(frame.subarray(4));
+    assert.deepStrictEqual(decoded, copies);
+    // Read back, no object is met in two groups.
+    const stride = groups[0].length;
+    const owner = new Map();
+    const visit = (v, group) => {
+      if (v === null || typeof v !== 'object') return;
+      if (owner.has(v)) {
+        assert.strictEqual(owner.get(v), group, 'an object shared between groups');
+        return;
+      }
+      owner.set(v, group);
+      for (const k of Object.keys(v)) visit(v[k], group);
+    };
+    for (let i = 1; i < decoded.length; i++) visit(decoded[i], Math.floor((i - 1) / stride));
+  });
+}
+
+test('an unmarked array keeps its back-references, and the next message is unmarked', () => {
+  const withRefs = [1, shared, 2, shared];
+  const separate = hexOf(fast.encode(marked(0, [[1, shared], [2, shared]])));
+  assert.notStrictEqual(separate, hexOf(fast.encode(withRefs)));
+  assert.strictEqual(hexOf(fast.encode(withRefs).subarray(4)), hexOf(v8.serialize(withRefs)));
+  // A marked array inside an unmarked message is an ordinary array.
+  const inner = marked(0, [[1, shared], [2, shared]]);
+  assert.strictEqual(hexOf(fast.encode({ inner }).subarray(4)), hexOf(v8.serialize({ inner })));
+});
+
+test('a channel refuses a marked message only V8 could write, queues nothing, and goes on', async (t) => {
+  const pair = await namedPair();
+  t.after(() => pair.close());
+  const got = [];
+  pair.serverSide.on('message', (m) => got.push(m));
+  const map = new Map([['k', shared]]);
+  assert.throws(() => pair.client.send(marked(0, [[1, map], [2, map]])), { code: 'ERR_PROCWIRE_UNSERIALIZABLE' });
+  // Unmarked, V8's serializer writes it, with its back-reference.
+  pair.client.send([0, 1, map, 2, map]);
+  pair.client.send(marked(0, [[1, shared], [2, shared]]));
+  await withTimeout(new Promise((resolve) => {
+    const check = () => (got.length === 2 ? resolve() : once(pair.serverSide, 'message').then(check));
+    check();
+  }), 10_000, 'two messages');
+  assert.strictEqual(got[0][2], got[0][4]);
+  assert.notStrictEqual(got[1][2], got[1][4]);
+  assert.deepStrictEqual(got[1], [0, 1, { n: 1, s: 'text' }, 2, { n: 1, s: 'text' }]);
+});
