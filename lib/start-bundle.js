@@ -3,21 +3,26 @@
 // modules a process loads on its way to something that must be quick, so
 // that Node's loader does not find, stat, resolve, read and compile each of
 // about 35 files (see docs/benchmarks.md, "Start-up"). There are two, made
-// by scripts/build-start-bundle.js (run by `npm run build`), never
-// committed, so the tree keeps one copy of the source:
-//   - the child's (build/child-start-bundle.js): what a native child loads
-//     before its first answer. lib/fork.js makes such a child preload this
-//     file, which then runs it (startChild(), at the end), when it is
-//     current (childPreload()), and lib/child-preload.js otherwise: this
-//     file is the only one the child loads the ordinary way;
-//   - the parent's (build/parent-start-bundle.js): what require('procwire')
-//     and a process's first fork() load, up to that child's first message.
+// by scripts/build-start-bundle.js, never committed, so the tree keeps one
+// copy of the source:
+//   - the child's (child-start-bundle.js): what a native child loads before
+//     its first answer. lib/fork.js makes such a child preload this file,
+//     which then runs it (startChild(), at the end), when it is current
+//     (childPreload()), and lib/child-preload.js otherwise: this file is the
+//     only one the child loads the ordinary way;
+//   - the parent's (parent-start-bundle.js): what require('procwire') and a
+//     process's first fork() load, up to that child's first message.
 //     lib/index.js and the hook's first fork (lib/register.js) load
 //     lib/fork.js through parentRequire(), from the bundle when it is
 //     current.
-// A bundle is current when lib/ is what it was made from (the sizes and
-// modification times in build/<name>.json, checked once per process); a
-// checkout without it, or with lib/ changed since, loads the ordinary way.
+// They are in one of two places, looked for in this order (LOCATIONS):
+// prebuilds/start/, which `npm pack` makes (its prepack script) and the
+// package ships, and build/, which `npm run build` makes in a checkout.
+// A bundle is current when every file it holds is, byte for byte, its copy
+// in the bundle (at the place its manifest, <name>.json beside it, records),
+// checked once per process; a bundle that is not current is not used, and
+// the files load the ordinary way. So a package whose lib/ was patched after
+// it was installed (patch-package) never runs the bundle's older copy.
 // PROCWIRE_START_BUNDLE=0 in a process's environment (the child's, for the
 // child's bundle) does that too, so that errors name the files in lib/
 // rather than the bundle.
@@ -26,12 +31,13 @@
 // require.cache under its own file name, so a later require() of the same
 // file gets the same module, and a module already loaded is used as it is;
 // builtins, the addon and files a bundle lacks go through the real
-// require(). A bundle is compiled with the V8 code cache the build made for
-// this V8 when there is one: it holds the functions compiled on the way the
-// bundle was made for, so they are not compiled again. V8 refuses a cache
-// from another V8 or other flags, and the bundle is then compiled from
-// source. The cache's name carries the bundle's hash, so a cache is only
-// ever used with the bundle it was made from.
+// require(). A bundle is compiled with the V8 code cache made by this Node
+// release on this CPU beside it when there is one: it holds the functions
+// compiled on the way the bundle was made for, so they are not compiled
+// again. V8 refuses a cache made by another V8 or with other flags, and the
+// bundle is then compiled from source. The cache's name carries the
+// bundle's hash, so a cache is only ever used with the bundle it was made
+// from.
 
 const fs = require('fs');
 const path = require('path');
@@ -41,65 +47,143 @@ const vm = require('vm');
 const root = path.join(__dirname, '..');
 const HASH_LINE = /^\/\/ sources ([0-9a-f]+)\n/;
 
-// name: 'child-start' or 'parent-start'.
-function bundleFiles(name) {
-  return { bundle: path.join(root, 'build', `${name}-bundle.js`), manifest: path.join(root, 'build', `${name}.json`) };
+// Where bundles are, in the order they are looked for: what the package
+// ships first (in a checkout it exists only while `npm pack` runs, and is
+// then the newest), then a checkout's own build.
+const LOCATIONS = { shipped: path.join(root, 'prebuilds', 'start'), build: path.join(root, 'build') };
+
+// name: 'child-start' or 'parent-start'; where: a key of LOCATIONS.
+function bundleFiles(name, where = 'build') {
+  const dir = LOCATIONS[where];
+  return { dir, bundle: path.join(dir, `${name}-bundle.js`), manifest: path.join(dir, `${name}.json`) };
 }
 const { bundle: BUNDLE, manifest: MANIFEST } = bundleFiles('child-start');
 
-// The size and modification time the manifest records for each source, so
-// that checking the bundle costs a stat per file, once per process.
-function fileStamp(file) {
-  const stat = fs.statSync(file, { throwIfNoEntry: false });
-  return stat === undefined ? null : [stat.size, stat.mtimeMs];
-}
-
-function sameStamp(a, b) {
-  return a !== null && Array.isArray(b) && a[0] === b[0] && a[1] === b[1];
-}
-
-// The sources' stamps, taken once per process: the parent's check and the
-// child's (at the first fork) share most of their files.
-const sourceStamps = new Map();
-
-function sourceStamp(file) {
-  if (!sourceStamps.has(file)) sourceStamps.set(file, fileStamp(path.join(root, file)));
-  return sourceStamps.get(file);
-}
-
-// The bundle's file when it was made from lib/ as it is now, else null.
-function currentBundle(name = 'child-start') {
-  const files = bundleFiles(name);
-  let manifest;
+// A bundled file as it is now ('lib/x.js'), null when it cannot be read.
+function sourceBytes(file) {
   try {
-    manifest = JSON.parse(fs.readFileSync(files.manifest, 'utf8'));
+    return fs.readFileSync(path.join(root, file));
   } catch {
     return null;
   }
-  if (!sameStamp(fileStamp(files.bundle), manifest.bundle)) return null;
-  for (const [file, stamp] of Object.entries(manifest.sources ?? {})) {
-    if (!sameStamp(sourceStamp(file), stamp)) return null;
+}
+
+const NAMES = ['child-start', 'parent-start'];
+
+// A bundle's bytes and the places of its sources' copies in them, from its
+// manifest ({ size: the bundle's, sources: { 'lib/x.js': [offset of its
+// copy in the bundle, length], ... } }), or null when either is missing or
+// they do not fit.
+function readBundle(files) {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(files.manifest, 'utf8'));
+    const bytes = fs.readFileSync(files.bundle);
+    const sources = Object.entries(manifest.sources ?? {});
+    const wellFormed = ([, place]) => Array.isArray(place) && place.every((n) => Number.isSafeInteger(n) && n >= 0);
+    if (bytes.length !== manifest.size || sources.length === 0 || !sources.every(wellFormed)) return null;
+    return { bytes, sources };
+  } catch {
+    return null;
   }
-  return files.bundle;
 }
 
-function bundlesAllowed(env) {
-  return env.PROCWIRE_START_BUNDLE !== '0';
+// Which bundles of each place are current, once per process.
+const checkedPlaces = new Map();
+
+// Checks both bundles in where; returns, per name, the bundle's bytes when
+// it holds every file its manifest names exactly as that file is now, else
+// null.
+//
+// Why contents, rather than the sizes and modification times compared
+// before the package shipped bundles: npm sets every file it unpacks to one
+// fixed time, and other installers to the time they wrote it, so times
+// taken when the bundle was made say nothing in an installed copy, and a
+// size alone misses an edit that keeps it (a patched constant). Reading the
+// files costs little more than stat()ing them (in a fresh process, the 38
+// files: stat 0.6 ms, read 0.8-1.3 ms, a SHA-256 of them 4-9 ms, most of it
+// loading crypto), and the bundle already holds each file's text to compare
+// with. Both bundles of a place are checked at once, each file read once:
+// they share most of their files, and checking the child's at the first
+// fork instead would read them again (0.9 ms) or keep them until then. The
+// whole check took 2.4 ms where the sizes and times took 1.1 (Node 20,
+// medians of 21 fresh processes), 0.3 of it reading the parent's bundle,
+// which compiling it reads anyway.
+function checkPlace(where) {
+  // A place that is not there (build/ in an installed copy, prebuilds/start/
+  // in a checkout) costs one access(), not a thrown error per manifest.
+  const there = fs.existsSync(LOCATIONS[where]);
+  const found = {};
+  const sources = new Map();
+  for (const name of NAMES) {
+    const bundle = there ? readBundle(bundleFiles(name, where)) : null;
+    found[name] = bundle === null ? null : bundle.bytes;
+    for (const [file, [offset, length]] of bundle === null ? [] : bundle.sources) {
+      if (!sources.has(file)) sources.set(file, sourceBytes(file));
+      const source = sources.get(file);
+      if (source === null || source.length !== length || !source.equals(bundle.bytes.subarray(offset, offset + length))) {
+        found[name] = null;
+        break;
+      }
+    }
+  }
+  checkedPlaces.set(where, { 'child-start': found['child-start'] !== null, 'parent-start': found['parent-start'] !== null });
+  return found;
 }
 
-let childBundle;
+// The places env lets a process look for bundles in: none with
+// PROCWIRE_START_BUNDLE=0, only that one when it names one of LOCATIONS
+// (scripts/build-start-bundle.js does, so that the code caches it makes are
+// made from the bundles it has just written), else all of them.
+function placesFor(env) {
+  const only = env.PROCWIRE_START_BUNDLE;
+  if (only === '0') return [];
+  return Object.hasOwn(LOCATIONS, only) ? [only] : Object.keys(LOCATIONS);
+}
+
+// Where the current bundle of that name is, and its bytes when this call
+// read them (the place's first check), else null.
+function findBundle(name, env = process.env) {
+  for (const where of placesFor(env)) {
+    if (checkedPlaces.has(where)) {
+      if (checkedPlaces.get(where)[name]) return { where, bytes: null };
+      continue;
+    }
+    const bytes = checkPlace(where)[name];
+    if (bytes !== null) return { where, bytes };
+  }
+  return null;
+}
+
+// The current bundle's file, else null.
+function currentBundle(name = 'child-start', env = process.env) {
+  const found = findBundle(name, env);
+  return found === null ? null : bundleFiles(name, found.where).bundle;
+}
+
+// Set by a parent in the environment of a native child it starts from a
+// bundle: which of LOCATIONS the parent found current, so that the child
+// runs that one without checking again. The child removes it.
+const ENV_FROM = 'PROCWIRE_START_BUNDLE_FROM';
 
 // env: the child's environment (PROCWIRE_START_BUNDLE there decides).
 function childPreload(env) {
-  if (bundlesAllowed(env)) {
-    if (childBundle === undefined) childBundle = currentBundle('child-start');
-    if (childBundle !== null) return __filename;
+  const found = findBundle('child-start', env);
+  if (found !== null) {
+    env[ENV_FROM] = found.where;
+    return __filename;
   }
+  delete env[ENV_FROM];
   return require.resolve('./child-preload');
 }
 
-function cacheFile(name, hash) {
-  return path.join(root, 'build', `${name}-${hash}-v8-${process.versions.v8}.cache`);
+// The code cache of the bundle with that hash in dir, for this Node release
+// and CPU. V8's own check of a cache is not enough to go by: Node 20.20.2 on
+// arm64 (under qemu) took the x64 cache that release made, V8's version and
+// flags being the same, and crashed. So a cache is only read by the release
+// (and so the V8 build) and CPU that made it; any other finds none and
+// reads nothing.
+function cacheFile(dir, name, hash) {
+  return path.join(dir, `${name}-${hash}-${process.version}-${process.arch}.cache`);
 }
 
 function readCache(file) {
@@ -115,12 +199,13 @@ function readCache(file) {
 // { source }, { request: 'lib/y.js', ... }], ... }, each file's relative
 // requests that name another bundled file resolved when it was made.
 // Returns its sources, the compiled script (whose code cache the build
-// writes), the cache file for this V8 and whether V8 took it.
-function compileBundle(name) {
-  const { bundle } = bundleFiles(name);
-  const text = fs.readFileSync(bundle, 'utf8');
+// writes), the cache file for this process and whether V8 took it. text: the
+// bundle's, when the caller has read it already.
+function compileBundle(name, where = 'build', text = undefined) {
+  const { dir, bundle } = bundleFiles(name, where);
+  text ??= fs.readFileSync(bundle, 'utf8');
   const hash = HASH_LINE.exec(text)?.[1] ?? '';
-  const file = cacheFile(name, hash);
+  const file = cacheFile(dir, name, hash);
   const cachedData = hash === '' ? undefined : readCache(file);
   const script = new vm.Script(`(${text}\n)`, { filename: bundle, cachedData });
   return { sources: script.runInThisContext(), script, cacheFile: file, cacheUsed: script.cachedDataRejected === false };
@@ -204,9 +289,10 @@ function compiledParentBundle() {
     // the parent's holds; compiling that for the few files left (lib/fork.js,
     // for its require('procwire')) would cost it more than loading them.
     const childFromBundle = childStarted.cacheFile !== null;
-    if (!childFromBundle && bundlesAllowed(process.env) && currentBundle('parent-start') !== null) {
+    const found = childFromBundle ? null : findBundle('parent-start');
+    if (found !== null) {
       try {
-        parentBundle = compileBundle('parent-start');
+        parentBundle = compileBundle('parent-start', found.where, found.bytes?.toString('utf8'));
       } catch {
         // A bundle that cannot be read or compiled is not worth failing
         // for: the files it holds load the ordinary way.
@@ -258,14 +344,18 @@ const childStarted = { cacheFile: null, cacheUsed: false };
 function startChild() {
   if (process.env.PROCWIRE_NATIVE_CHANNEL_FD === undefined) return;
   const cacheOut = process.env[ENV_CACHE_OUT];
+  const where = process.env[ENV_FROM];
   delete process.env[ENV_CACHE_OUT];
+  delete process.env[ENV_FROM];
   let bundle;
   try {
-    bundle = compileBundle('child-start');
+    if (!Object.hasOwn(LOCATIONS, where)) throw new Error(`${ENV_FROM} names no place for bundles`);
+    bundle = compileBundle('child-start', where);
   } catch {
     // The parent found the bundle current when it first forked, but it is
     // gone or half written now (a rebuild removes build/ and writes it
-    // again): this child starts the ordinary way rather than failing.
+    // again), or the parent did not say where it is: this child starts the
+    // ordinary way rather than failing.
     require('./child-preload');
     return;
   }
@@ -276,15 +366,15 @@ function startChild() {
 }
 
 // Whether this process loads from the parent's bundle: null when not, else
-// its code cache file for this V8 and whether V8 took it.
+// its code cache file for this process and whether V8 took it.
 function parentBundleState() {
   const bundle = compiledParentBundle();
   return bundle === null ? null : { cacheFile: bundle.cacheFile, cacheUsed: bundle.cacheUsed };
 }
 
 module.exports = {
-  BUNDLE, MANIFEST, ENV_CACHE_OUT, PARENT_ENTRY, childStarted, bundleFiles, fileStamp, currentBundle, childPreload,
-  compileBundle, loadModule, writeCache, parentRequire, parentBundleState, writeParentCache,
+  BUNDLE, MANIFEST, LOCATIONS, ENV_CACHE_OUT, PARENT_ENTRY, childStarted, bundleFiles, currentBundle, findBundle,
+  childPreload, compileBundle, loadModule, writeCache, parentRequire, parentBundleState, writeParentCache,
 };
 
 startChild();

@@ -1,26 +1,33 @@
 'use strict';
-// Generates the start bundle a native child runs through lib/start-bundle.js
-// (see lib/start-bundle.js for when):
+// Generates the start bundles lib/start-bundle.js runs (see there for when):
 //
-//   node scripts/build-start-bundle.js      (npm run build runs it)
+//   node scripts/build-start-bundle.js           into build/ (npm run build runs it)
+//   node scripts/build-start-bundle.js --ship    into prebuilds/start/, with a code cache
+//                                                per Node line (npm pack's prepack runs it)
 //
-// build/child-start-bundle.js holds the modules a native child loads before
-// its first answer, found by forking one without the bundle and asking it,
-// each source unchanged inside a function that takes CommonJS's arguments,
-// with the relative requests it makes of other bundled files resolved here
-// by Node's own resolution. build/child-start.json records the size and
-// modification time of each source and of the bundle, so that a parent
-// starts children from the bundle only while lib/ is what it was made from.
-// Last, a child started from the new bundle writes the V8 code cache for
-// this Node's V8 (build/child-start-<hash>-v8-<version>.cache). Run again
-// with another Node line, the script keeps a bundle that has not changed and
-// adds that line's cache beside the others.
+// child-start-bundle.js holds the modules a native child loads before its
+// first answer, found by forking one without the bundle and asking it, each
+// source unchanged inside a function that takes CommonJS's arguments, with
+// the relative requests it makes of other bundled files resolved here by
+// Node's own resolution. child-start.json beside it records where in the
+// bundle each source's copy is, so that a parent starts children from the
+// bundle only while lib/ is what it was made from. Last, a child started
+// from the new bundle writes the V8 code cache for this Node release and CPU
+// (child-start-<hash>-<node version>-<cpu>.cache). Run again with another
+// Node line, the script keeps a bundle that has not changed and adds that
+// line's cache beside the others.
 //
-// The same is done for the parent (build/parent-start-bundle.js,
-// build/parent-start.json, build/parent-start-<hash>-v8-<version>.cache, run
-// by lib/start-bundle.js): the modules a fresh process loads through
-// require('procwire') and its first fork(), up to that child's first
-// message, found by running one without the bundle.
+// The same is done for the parent (parent-start-bundle.js,
+// parent-start.json, parent-start-<hash>-<node version>-<cpu>.cache): the
+// modules a fresh process loads through require('procwire') and its first
+// fork(), up to that child's first message, found by running one without
+// the bundle.
+//
+// --ship makes them where the package ships them, running itself under the
+// Node lines the prebuilt addons are made for (PROCWIRE_PREBUILD_NODES, as
+// scripts/prebuild.sh, which has made those addons and fetched those lines
+// into .nodes/): the first traces and writes the bundles, then each adds
+// its line's code caches for this CPU (--bundles shipped, --caches shipped).
 
 const childProcess = require('child_process');
 const crypto = require('crypto');
@@ -48,7 +55,6 @@ function traceStartFiles() {
 function parentRun(role) {
   const env = { ...process.env };
   if (role === '--trace-parent') env.PROCWIRE_START_BUNDLE = '0';
-  else delete env.PROCWIRE_START_BUNDLE;
   const out = childProcess.execFileSync(process.execPath, [__filename, role], { env, encoding: 'utf8', timeout: 60_000 });
   return JSON.parse(out);
 }
@@ -91,72 +97,148 @@ function resolvedRequests(file, source, files) {
   return resolved;
 }
 
-function render(files) {
-  const parts = ['{'];
+// The bundle's bytes and where each source's copy is in them ({ 'lib/x.js':
+// [offset, length] }): each source goes in byte for byte, so the check in
+// lib/start-bundle.js can compare a file with its copy.
+function makeBundle(files) {
+  const parts = [];
+  const at = {};
+  let length = 0;
+  const add = (bytes) => {
+    parts.push(bytes);
+    length += bytes.length;
+  };
+  add(Buffer.from('{\n'));
   for (const file of files) {
-    const source = fs.readFileSync(path.join(ROOT, file), 'utf8');
-    parts.push(`${JSON.stringify(file)}: [function (exports, require, module, __filename, __dirname) {`, source,
-      `}, ${JSON.stringify(resolvedRequests(file, source, files))}],`);
+    const source = fs.readFileSync(path.join(ROOT, file));
+    add(Buffer.from(`${JSON.stringify(file)}: [function (exports, require, module, __filename, __dirname) {\n`));
+    at[file] = [length, source.length];
+    add(source);
+    add(Buffer.from(`\n}, ${JSON.stringify(resolvedRequests(file, source.toString('utf8'), files))}],\n`));
   }
-  parts.push('}');
-  const body = parts.join('\n');
+  add(Buffer.from('}\n'));
+  const body = Buffer.concat(parts);
   const hash = crypto.createHash('sha256').update(body).digest('hex').slice(0, 16);
-  return `// sources ${hash}\n// Generated by scripts/build-start-bundle.js from the files below, run by\n// lib/start-bundle.js; not edited by hand and not committed.\n${body}\n`;
+  const header = Buffer.from(`// sources ${hash}\n// Generated by scripts/build-start-bundle.js from the files below, run by\n` +
+    '// lib/start-bundle.js; not edited by hand and not committed.\n');
+  for (const place of Object.values(at)) place[0] += header.length;
+  return { bytes: Buffer.concat([header, body]), sources: at };
 }
 
-// The sources' stamps are taken before they are read (sourceStamps), so a
-// file saved while the bundle is made leaves a manifest that no longer
-// matches it, never a stale bundle that passes for current.
-function sourceStamps(files) {
-  const { fileStamp } = require('../lib/start-bundle');
-  return Object.fromEntries(files.map((file) => [file, fileStamp(path.join(ROOT, file))]));
+// The bundle's text, as the tests compare it with the one in use.
+function render(files) {
+  return makeBundle(files).bytes.toString('utf8');
 }
 
-function manifest(sources, bundleFile) {
-  const { fileStamp } = require('../lib/start-bundle');
-  return { bundle: fileStamp(bundleFile), sources };
-}
-
-// Writes one bundle and its manifest unless the current one is the same
-// text; returns whether it was unchanged.
-function writeBundle(name, files) {
-  const { bundleFiles, currentBundle } = require('../lib/start-bundle');
-  const { bundle, manifest: manifestFile } = bundleFiles(name);
-  const sources = sourceStamps(files);
-  const text = render(files);
-  const unchanged = currentBundle(name) !== null && fs.readFileSync(bundle, 'utf8') === text;
+// Writes one bundle and its manifest into where (a key of lib/start-bundle.js's
+// LOCATIONS) unless they are there already; returns whether they were. A
+// new bundle removes the caches of the one before.
+function writeBundle(name, files, where) {
+  const { bundleFiles } = require('../lib/start-bundle');
+  const { dir, bundle, manifest } = bundleFiles(name, where);
+  const made = makeBundle(files);
+  const places = Object.entries(made.sources).map(([file, place]) => ` ${JSON.stringify(file)}: ${JSON.stringify(place)}`);
+  const manifestText = `{"size": ${made.bytes.length}, "sources": {\n${places.join(',\n')}\n}}\n`;
+  const unchanged = readOrNull(bundle)?.equals(made.bytes) === true && readOrNull(manifest)?.toString() === manifestText;
   if (!unchanged) {
-    const buildDir = path.dirname(bundle);
-    fs.mkdirSync(buildDir, { recursive: true });
-    for (const f of fs.readdirSync(buildDir)) {
-      if (f.startsWith(`${name}-`) && f.endsWith('.cache')) fs.rmSync(path.join(buildDir, f));
+    fs.mkdirSync(dir, { recursive: true });
+    for (const f of fs.readdirSync(dir)) {
+      if (f.startsWith(`${name}-`) && f.endsWith('.cache')) fs.rmSync(path.join(dir, f));
     }
-    fs.writeFileSync(bundle, text);
-    fs.writeFileSync(manifestFile, `${JSON.stringify(manifest(sources, bundle), null, 1)}\n`);
+    fs.writeFileSync(bundle, made.bytes);
+    fs.writeFileSync(manifest, manifestText);
   }
   return unchanged;
 }
 
-function summary(name, files, unchanged, cache) {
-  return `build/${name}-bundle.js: ${files.length} files${unchanged ? ' (unchanged)' : ''}; ` +
-    `${cache === null ? 'no code cache (the bundle was not used)' : path.relative(ROOT, cache)}`;
+function readOrNull(file) {
+  try {
+    return fs.readFileSync(file);
+  } catch {
+    return null;
+  }
 }
 
-async function main() {
+function summary(name, files, where, unchanged) {
+  const { bundle } = require('../lib/start-bundle').bundleFiles(name, where);
+  return `${path.relative(ROOT, bundle)}: ${files.length} files${unchanged ? ' (unchanged)' : ''}`;
+}
+
+// Makes this Node's code caches for the bundles in where, each written by a
+// process started from its bundle; returns the cache files. A cache that
+// did not land beside its bundle means the process did not use it.
+async function makeCaches(where) {
+  const { ENV_CACHE_OUT, bundleFiles } = require('../lib/start-bundle');
+  const caches = [await firstAnswer({ [ENV_CACHE_OUT]: '1' }, '--cache-child'), parentRun('--cache-parent')];
+  const dir = bundleFiles('child-start', where).dir;
+  for (const cache of caches) {
+    if (cache === null || path.dirname(cache) !== dir) {
+      throw new Error(`a process that was to start from the bundles in ${path.relative(ROOT, dir)} did not (its cache: ${cache})`);
+    }
+  }
+  return caches;
+}
+
+// The Node binaries of the lines the package's prebuilt addons are made
+// for, found where scripts/prebuild.sh found them (.nodes/<major>/, or this
+// Node for its own line).
+function shippedNodeLines() {
+  const lines = (process.env.PROCWIRE_PREBUILD_NODES || '20 22 24 26').split(/\s+/).filter(Boolean);
+  const own = process.versions.node.split('.')[0];
+  return lines.map((major) => {
+    const node = path.join(ROOT, '.nodes', major, 'bin', 'node');
+    if (fs.existsSync(node)) return node;
+    if (major === own) return process.execPath;
+    throw new Error(`no Node ${major} in .nodes/${major} to make its code caches with (scripts/setup-nodes.sh ${major})`);
+  });
+}
+
+// The shipped bundles: traced and written by the first of the package's
+// Node lines, then each line adds its caches, each with the prebuilt addon
+// of that line (lib/native.js takes prebuilds/ first), so that every step
+// runs natively whatever Node runs this script.
+function ship() {
+  const env = { ...process.env, PROCWIRE_START_BUNDLE: 'shipped' };
+  delete env.PROCWIRE_ADDON;
+  delete env.PROCWIRE_FORCE_FALLBACK;
+  const nodes = shippedNodeLines();
+  const run = (node, args) => process.stdout.write(childProcess.execFileSync(node, [__filename, ...args], { env, encoding: 'utf8', timeout: 120_000 }));
+  run(nodes[0], ['--bundles', 'shipped']);
+  for (const node of nodes) run(node, ['--caches', 'shipped']);
+}
+
+// Traces the start paths and writes both bundles into where.
+async function writeBundles(where) {
+  // This process, the children it forks and the processes it runs look for
+  // bundles in where only (lib/start-bundle.js).
+  process.env.PROCWIRE_START_BUNDLE = where;
   const files = await traceStartFiles();
   if (files[0] !== ENTRY) throw new Error(`the tracing child did not start with ${ENTRY}: ${files.join(', ')}`);
-  const unchanged = writeBundle('child-start', files);
-  const { ENV_CACHE_OUT } = require('../lib/start-bundle');
-  const cache = await firstAnswer({ [ENV_CACHE_OUT]: '1' }, '--cache-child');
-  console.log(summary('child-start', files, unchanged, cache));
+  const unchanged = writeBundle('child-start', files, where);
+  console.log(summary('child-start', files, where, unchanged));
 
   const { PARENT_ENTRY } = require('../lib/start-bundle');
   const parentFiles = traceParentFiles();
   if (parentFiles[0] !== PARENT_ENTRY) {
     throw new Error(`the tracing parent did not load ${PARENT_ENTRY} first: ${parentFiles.join(', ')}`);
   }
-  const parentUnchanged = writeBundle('parent-start', parentFiles);
-  console.log(summary('parent-start', parentFiles, parentUnchanged, parentRun('--cache-parent')));
+  const parentUnchanged = writeBundle('parent-start', parentFiles, where);
+  console.log(summary('parent-start', parentFiles, where, parentUnchanged));
+}
+
+async function writeCaches(where) {
+  process.env.PROCWIRE_START_BUNDLE = where;
+  for (const cache of await makeCaches(where)) console.log(`Node ${process.versions.node}: ${path.relative(ROOT, cache)}`);
+}
+
+async function main(argv) {
+  const { LOCATIONS } = require('../lib/start-bundle');
+  if (argv.length > 1 && !Object.hasOwn(LOCATIONS, argv[1])) throw new Error(`${argv[1]}: not one of ${Object.keys(LOCATIONS).join(', ')}`);
+  if (argv[0] === '--ship') return ship();
+  if (argv[0] === '--bundles') return writeBundles(argv[1]);
+  if (argv[0] === '--caches') return writeCaches(argv[1]);
+  await writeBundles('build');
+  return writeCaches('build');
 }
 
 // A fresh process's first fork, for traceParentFiles() and the parent's
@@ -194,7 +276,7 @@ if (process.argv[2] === '--trace-child') {
 } else if (process.argv[2] === '--first-message-child') {
   process.send('started', () => process.disconnect());
 } else if (require.main === module) {
-  main().catch((err) => {
+  main(process.argv.slice(2)).catch((err) => {
     console.error(err);
     process.exitCode = 1;
   });

@@ -3,7 +3,10 @@
 // CPU, eight by default. PROCWIRE_PREBUILD_NODES / PROCWIRE_PREBUILD_ARCHS
 // narrow the set exactly as they narrow what scripts/prebuild.sh builds, so
 // a deliberately partial pack (a test's one line) says so by its settings.
-// Node lines are named by major; each maps to its module ABI.
+// Node lines are named by major; each maps to its module ABI. The start
+// bundles and their manifests (scripts/build-start-bundle.js --ship) are
+// shipped whatever the set; their code caches are named by V8 versions
+// known only to the Node binaries, so that script checks those itself.
 
 const ABI = { 20: '115', 22: '127', 24: '137', 26: '147' };
 
@@ -17,6 +20,7 @@ function expectedPrebuilds(env = process.env) {
       out.push(`prebuilds/linux-${arch}/procwire.abi${ABI[major]}.node`);
     }
   }
+  for (const name of ['child-start', 'parent-start']) out.push(`prebuilds/start/${name}-bundle.js`, `prebuilds/start/${name}.json`);
   return out;
 }
 

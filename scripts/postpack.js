@@ -1,8 +1,10 @@
 'use strict';
 // npm's postpack hook: refuses a package that lacks any of the prebuilt
-// addons it must ship, then removes what prepack added to the working tree:
-// prebuilds/ (where a stale binary would shadow build/Release, lib/native.js
-// loading prebuilds first) and scripts/binding.gyp.in (the package's copy of
+// addons or start bundles it must ship, then removes what prepack added to
+// the working tree: prebuilds/ (where a stale binary would shadow
+// build/Release, lib/native.js loading prebuilds first, and prebuilds/start/
+// holds the shipped start bundles, which lib/start-bundle.js looks for
+// before build/'s) and scripts/binding.gyp.in (the package's copy of
 // binding.gyp: a binding.gyp at the package's root makes npm and pnpm treat
 // it as having a build script, which pnpm 10 then reports as ignored).
 //

@@ -117,13 +117,10 @@ test('a child whose bundle went away after its parent found it current starts wi
   t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
   fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
   fs.mkdirSync(path.join(copy, 'build', 'Release'), { recursive: true });
+  // The copies of lib/ and of the bundle are what the bundle was made from,
+  // so the copy's bundle is current.
   fs.copyFileSync(startBundle.BUNDLE, path.join(copy, 'build', path.basename(startBundle.BUNDLE)));
-  // The copy's manifest records the copies' stamps, so its bundle is current.
-  const sources = Object.keys(JSON.parse(fs.readFileSync(startBundle.MANIFEST, 'utf8')).sources);
-  fs.writeFileSync(path.join(copy, 'build', path.basename(startBundle.MANIFEST)), JSON.stringify({
-    bundle: startBundle.fileStamp(path.join(copy, 'build', path.basename(startBundle.BUNDLE))),
-    sources: Object.fromEntries(sources.map((f) => [f, startBundle.fileStamp(path.join(copy, f))])),
-  }));
+  fs.copyFileSync(startBundle.MANIFEST, path.join(copy, 'build', path.basename(startBundle.MANIFEST)));
   fs.copyFileSync(addonFile, path.join(copy, 'build', 'Release', 'procwire.node'));
   // The child answers with how it started: from the bundle or from lib/.
   fs.writeFileSync(path.join(copy, 'child.js'), `const start = require.cache[${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))}];
@@ -144,4 +141,39 @@ test('a child whose bundle went away after its parent found it current starts wi
     })();`);
   const out = childProcess.execFileSync(process.execPath, [path.join(copy, 'parent.js')], { encoding: 'utf8', timeout: 50_000 });
   assert.deepStrictEqual(JSON.parse(out), ['bundle', 'lib']);
+});
+
+// A bundle is current only while every file it holds is byte for byte what
+// it was made from: an edit that keeps a file's size (a patched constant)
+// makes both bundles not current, as does a bundle that is not all there.
+// Run on a copy of lib/ and build/'s bundles, so this checkout's stay.
+test('a bundle whose file changed, even keeping its size, is not current', { timeout: 60_000 }, (t) => {
+  if (startBundle.currentBundle() === null || startBundle.currentBundle('parent-start') === null) {
+    t.skip('no current start bundles (npm run build makes them)');
+    return;
+  }
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-bundle-edit-'));
+  t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
+  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
+  fs.mkdirSync(path.join(copy, 'build'));
+  for (const name of ['child-start', 'parent-start']) {
+    const { bundle, manifest } = startBundle.bundleFiles(name);
+    for (const f of [bundle, manifest]) fs.copyFileSync(f, path.join(copy, 'build', path.basename(f)));
+  }
+  // The copy's own lib/start-bundle.js, in a fresh process.
+  const current = () => JSON.parse(childProcess.execFileSync(process.execPath, ['-p',
+    `const s = require(${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))});
+     JSON.stringify(['child-start', 'parent-start'].map((name) => s.currentBundle(name) !== null))`],
+  { encoding: 'utf8', env: { ...process.env, PROCWIRE_START_BUNDLE: 'build' }, timeout: 30_000 }));
+  assert.deepStrictEqual(current(), [true, true], 'the copy\'s bundles are current');
+  const errors = path.join(copy, 'lib', 'errors.js');
+  const text = fs.readFileSync(errors, 'latin1');
+  const at = text.indexOf('// ');
+  fs.writeFileSync(errors, `${text.slice(0, at)}//-${text.slice(at + 3)}`, 'latin1');
+  assert.strictEqual(fs.statSync(errors).size, Buffer.byteLength(text, 'latin1'));
+  assert.deepStrictEqual(current(), [false, false], 'lib/errors.js changed, its size kept');
+  fs.writeFileSync(errors, text, 'latin1');
+  assert.deepStrictEqual(current(), [true, true], 'lib/errors.js as it was');
+  fs.truncateSync(path.join(copy, 'build', 'child-start-bundle.js'), 1000);
+  assert.deepStrictEqual(current(), [false, true], 'a cut child bundle');
 });

@@ -3,8 +3,12 @@
 // scripts/prebuild.sh through "prepack"), then `npm install <tarball>` into a
 // fresh project with no compiler on PATH (PATH holds only node and npm), on
 // every supported Node line, and a fork round trip on each, which must use
-// the prebuilt addon. Then the prebuilt binary of one line is removed and the
-// same round trip must still work, through the pure-JS fallback.
+// the prebuilt addon. On each line the parent's first fork and a native
+// child must start from the start bundles the package ships
+// (prebuilds/start/), with that line's code caches, and, once a bundled
+// file is patched in node_modules, from lib/ instead. Then the prebuilt
+// binary of one line is removed and the same round trip must still work,
+// through the pure-JS fallback.
 //
 // Every shipped binary (linux-x64 and linux-arm64) must need no glibc symbol
 // version newer than GLIBC_2.28 and no libstdc++ at all (objdump -T), and
@@ -122,6 +126,64 @@ if (process.argv[2] === 'child') {
 })().catch((err) => { console.error(err); process.exit(1); });
 `;
 
+// How an installed copy starts, as its lib/start-bundle.js tells (see
+// test/child-start.test.js and test/parent-start.test.js): the parent's
+// start bundle (require('procwire') and its first fork) and a native child's,
+// each with its code cache file and whether V8 took it, and whether the
+// marker a test's edit of a bundled file puts in lib/errors.js ran there.
+const BUNDLE_CHECK = `
+const path = require('path');
+const starter = path.join(path.dirname(require.resolve('procwire/package.json')), 'lib', 'start-bundle.js');
+if (process.argv[2] === 'child') {
+  process.once('message', () => {
+    const loaded = require.cache[starter];
+    process.send({ started: loaded === undefined ? null : loaded.exports.childStarted, patched: globalThis.PROCWIRE_PATCHED === true });
+  });
+  return;
+}
+const procwire = require('procwire');
+const parent = require.cache[starter].exports.parentBundleState();
+// A native child, also under qemu, where execPath (the wrapper) would make it
+// keep Node's own IPC by default.
+const child = procwire.fork(__filename, ['child'], { child: 'native', execPath: process.env.RT_EXEC_PATH || process.execPath });
+child.once('message', (answer) => {
+  console.log(JSON.stringify({ parent, patched: globalThis.PROCWIRE_PATCHED === true, child: answer }));
+  child.kill();
+});
+child.send(0);
+`;
+
+// Runs BUNDLE_CHECK in project; returns what it saw.
+function bundleCheck(node, project, env) {
+  fs.writeFileSync(path.join(project, 'bundle-check.js'), BUNDLE_CHECK);
+  return JSON.parse(run(node, ['bundle-check.js'], { cwd: project, env }).stdout.trim().split('\n').pop());
+}
+
+// That an installed copy's parent and native child both started from the
+// shipped bundles (prebuilds/start/ of the installed package), with the code
+// cache made for this Node line, which V8 took.
+function assertShippedBundles(seen, pkgDir, what) {
+  const shipped = path.join(fs.realpathSync(pkgDir), 'prebuilds', 'start') + path.sep;
+  for (const [side, state] of [['parent', seen.parent], ['child', seen.child.started]]) {
+    assert.ok(state !== null && state.cacheFile !== null, `${what}: the ${side} did not start from a bundle: ${JSON.stringify(seen)}`);
+    assert.ok(state.cacheFile.startsWith(shipped), `${what}: the ${side} started from ${state.cacheFile}, not from ${shipped}`);
+    assert.strictEqual(state.cacheUsed, true, `${what}: V8 did not take the ${side}'s shipped code cache ${state.cacheFile}`);
+  }
+}
+
+// Edits a bundled file of an installed copy the way patch-package would, but
+// keeping its size (one comment line becomes a line that sets a marker), so
+// a check of sizes alone would not see it.
+function patchKeepingSize(file) {
+  const text = fs.readFileSync(file, 'latin1');
+  const line = text.split('\n').find((l) => /^\/\/[ -~]{40,}$/.test(l));
+  assert.ok(line, `no plain comment line to patch in ${file}`);
+  const marker = 'globalThis.PROCWIRE_PATCHED = true; //';
+  const patched = text.replace(line, marker + '-'.repeat(line.length - marker.length));
+  fs.writeFileSync(file, patched, 'latin1');
+  assert.strictEqual(fs.statSync(file).size, Buffer.byteLength(text, 'latin1'));
+}
+
 test('the packed tarball installs without a compiler and runs on every Node line', { skip: skipReason(), timeout: INSTALL_BUDGET + 30_000 }, async (t) => {
   budget(INSTALL_BUDGET);
   const cli = npmCli();
@@ -169,6 +231,15 @@ test('the packed tarball installs without a compiler and runs on every Node line
     assert.ok(!/\.(o|a|log|tgz)$/.test(f), `${f} must not be in the tarball`);
   }
   assert.ok(files.includes('scripts/install.js'));
+  // The start bundles, and each line's code caches for them (linux-x64).
+  for (const name of ['child-start', 'parent-start']) {
+    for (const f of [`prebuilds/start/${name}-bundle.js`, `prebuilds/start/${name}.json`]) assert.ok(files.includes(f), `${f} is not in the tarball`);
+    for (const { node } of lines) {
+      const version = run(node, ['-p', 'process.version']).stdout.trim();
+      assert.ok(files.some((f) => f.startsWith(`prebuilds/start/${name}-`) && f.endsWith(`-${version}-x64.cache`)),
+        `no ${name} code cache for Node ${version} in the tarball`);
+    }
+  }
   assert.ok(!fs.existsSync(path.join(ROOT, 'prebuilds')) || process.env.PROCWIRE_KEEP_PREBUILDS, 'postpack removes prebuilds/');
 
   const results = [];
@@ -206,6 +277,28 @@ test('the packed tarball installs without a compiler and runs on every Node line
     results.push({ major, installMs: Math.round(install.ms), ...out });
     assert.deepStrictEqual({ native: out.native, childNative: out.childNative, buf: out.buf, back: out.back, esm: out.esm },
       { native: true, childNative: true, buf: 'hi', back: [1, 'two'], esm: true }, `Node ${major}`);
+    const seen = bundleCheck(node, project, lineEnv);
+    assertShippedBundles(seen, path.join(project, 'node_modules', 'procwire'), `Node ${major}`);
+    assert.deepStrictEqual([seen.patched, seen.child.patched], [false, false]);
+  }
+  t.diagnostic('every line: the parent and a native child start from the shipped bundles, with their code caches');
+
+  // A bundled file patched in the installed copy (its size kept): neither
+  // the parent nor the child uses a bundle any more, and both run the
+  // patched file from lib/.
+  {
+    const { major, node } = lines[0];
+    const project = path.join(tmp, `project-${major}`);
+    const pkgDir = path.join(project, 'node_modules', 'procwire');
+    for (const name of ['child-start', 'parent-start']) {
+      const manifest = JSON.parse(fs.readFileSync(path.join(pkgDir, 'prebuilds', 'start', `${name}.json`), 'utf8'));
+      assert.ok(Object.hasOwn(manifest.sources, 'lib/errors.js'), `lib/errors.js is not in the ${name} bundle`);
+    }
+    patchKeepingSize(path.join(pkgDir, 'lib', 'errors.js'));
+    const seen = bundleCheck(node, project, { HOME: process.env.HOME, PATH: path.join(tmp, `bin-${major}`) });
+    assert.deepStrictEqual(seen, { parent: null, patched: true, child: { started: null, patched: true } },
+      `Node ${major}: a patched lib/errors.js`);
+    t.diagnostic(`Node ${major}, lib/errors.js patched in node_modules (same size): parent and child load lib/, the patch runs`);
   }
 
   // npm 11 (which warns about every dependency's install script) and pnpm
@@ -228,6 +321,7 @@ test('the packed tarball installs without a compiler and runs on every Node line
     const out = JSON.parse(run(first.node, ['rt.js'], { cwd: project, env }).stdout.trim().split('\n').pop());
     assert.deepStrictEqual({ native: out.native, childNative: out.childNative, buf: out.buf },
       { native: true, childNative: true, buf: 'hi' }, tool);
+    assertShippedBundles(bundleCheck(first.node, project, env), path.join(project, 'node_modules', 'procwire'), tool);
     t.diagnostic(`${tool} (${name} ${args[0]}): ${Math.round(installed.ms)} ms, no warning, native ${out.native}`);
   }
 
@@ -296,6 +390,15 @@ test('the packed tarball installs without a compiler and runs on every Node line
   assert.deepStrictEqual({ arch: armOut.arch, childArch: armOut.childArch, native: armOut.native, childNative: armOut.childNative, buf: armOut.buf, back: armOut.back },
     { arch: 'arm64', childArch: 'arm64', native: true, childNative: true, buf: 'hi', back: [1, 'two'] }, 'arm64 under qemu');
   t.diagnostic(`arm64 Node ${armOut.version} under qemu: fork round trip with the prebuilt addon in ${Math.round(armRt.ms)} ms`);
+  // The package has code caches for x64 only. An x64 cache taken on arm64
+  // crashed Node 20.20.2 there (V8 did not refuse it), so the parent and a
+  // native child start from the bundles without a cache, and do not crash
+  // (the qemu Node is the release the x64 caches were made with, usually).
+  const armSeen = bundleCheck(runNode, armProject, armEnv);
+  for (const [side, state] of [['parent', armSeen.parent], ['child', armSeen.child.started]]) {
+    assert.ok(state !== null && state.cacheFile.endsWith(`-${armOut.version}-arm64.cache`) && state.cacheUsed === false,
+      `arm64 ${side}: ${JSON.stringify(state)}`);
+  }
 });
 
 // `npm pack --pack-destination DIR` in a fresh clone: npm hands its settings
@@ -313,7 +416,7 @@ test('npm pack --pack-destination works in a fresh clone', { skip: skipReason(),
   run('git', ['clone', '-q', '--no-hardlinks', ROOT, clone]);
   // This checkout's uncommitted scripts are what is under test.
   for (const f of ['scripts/prebuild.sh', 'scripts/setup-toolchain.sh', 'scripts/setup-nodes.sh', 'package.json',
-    'scripts/postpack.js', 'scripts/expected-prebuilds.js']) {
+    'scripts/postpack.js', 'scripts/expected-prebuilds.js', 'scripts/build-start-bundle.js', 'lib/start-bundle.js']) {
     fs.copyFileSync(path.join(ROOT, f), path.join(clone, f));
   }
   run('bash', [path.join(ROOT, 'scripts', 'setup-toolchain.sh')], { cwd: ROOT });
@@ -328,6 +431,13 @@ test('npm pack --pack-destination works in a fresh clone', { skip: skipReason(),
   assert.deepStrictEqual(fs.readdirSync(dest), [info.filename], 'only the package lands in the destination');
   const abi = run(path.join(clone, '.nodes', '22', 'bin', 'node'), ['-p', 'process.versions.modules']).stdout.trim();
   assert.ok(info.files.some((f) => f.path === `prebuilds/linux-x64/procwire.abi${abi}.node`), 'the Node 22 prebuild is packed');
+  const version = run(path.join(clone, '.nodes', '22', 'bin', 'node'), ['-p', 'process.version']).stdout.trim();
+  for (const name of ['child-start', 'parent-start']) {
+    assert.ok(info.files.some((f) => f.path === `prebuilds/start/${name}-bundle.js`), `the ${name} bundle is packed`);
+    assert.ok(info.files.some((f) => f.path.startsWith(`prebuilds/start/${name}-`) && f.path.endsWith(`-${version}-x64.cache`)),
+      `the ${name} bundle's Node 22 code cache is packed`);
+  }
+  assert.ok(!fs.existsSync(path.join(clone, 'prebuilds')), 'postpack removes prebuilds/, the start bundles with it');
   t.diagnostic(`fresh clone: npm pack --pack-destination incl. Node 22 download and build: ${Math.round(packed.ms)} ms`);
 
   // Packing refuses a tarball without every addon it must ship: the same
