@@ -238,7 +238,11 @@ async function main(argv) {
   if (argv[0] === '--bundles') return writeBundles(argv[1]);
   if (argv[0] === '--caches') return writeCaches(argv[1]);
   await writeBundles('build');
-  return writeCaches('build');
+  // The caches come from a fresh process: this one looked for the bundles
+  // (at its first fork, tracing) before they were written, and keeps what
+  // it found then, so the children it forks would not start from them.
+  const env = { ...process.env, PROCWIRE_START_BUNDLE: 'build' };
+  process.stdout.write(childProcess.execFileSync(process.execPath, [__filename, '--caches', 'build'], { env, encoding: 'utf8', timeout: 120_000 }));
 }
 
 // A fresh process's first fork, for traceParentFiles() and the parent's
