@@ -32,7 +32,9 @@
         "src/binding/segments.cc",
         "src/binding/addon.cc"
       ],
-      "cflags_cc": ["-O2", "-fno-strict-aliasing", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-cast-function-type"],
+      "cflags_cc": ["-O2", "-fno-strict-aliasing", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-cast-function-type",
+                    "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-ffunction-sections", "-fdata-sections"],
+      "ldflags": ["-Wl,--gc-sections", "-Wl,-O1", "-Wl,--as-needed"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags!": ["-fno-exceptions"],
       "defines": ["NODE_WANT_INTERNALS=0"]

@@ -26,6 +26,26 @@ function prebuildPath() {
     `procwire.abi${process.versions.modules}.node`);
 }
 
+// Node 20's --experimental-policy checks an addon's integrity in require()
+// only (Node 22 removed policies).
+const POLICY_FLAG = /(^|\s)--experimental-policy\b/;
+
+// One of the candidates below, a file known to exist. process.dlopen() is
+// what require() ends in for a .node file; called directly it skips the
+// loader's resolution of a path that is already absolute (a stat, a
+// realpath, the module's node_modules paths), about 0.2 ms of a forked
+// child's start. The addon is then not in require.cache, which nothing
+// reads: this file is the only one that loads it. Under a policy, require()
+// does the loading, so the policy's integrity check still applies.
+function loadAddon(file) {
+  if (process.execArgv.some((arg) => POLICY_FLAG.test(arg)) || POLICY_FLAG.test(process.env.NODE_OPTIONS ?? '')) {
+    return require(file);
+  }
+  const addon = { exports: {} };
+  process.dlopen(addon, path.toNamespacedPath(file));
+  return addon.exports;
+}
+
 function loadNative() {
   const explicit = process.env.PROCWIRE_ADDON;
   if (explicit) {
@@ -47,7 +67,7 @@ function loadNative() {
     // error and stack cost a start-up as much as loading the addon).
     if (!fs.existsSync(file)) continue;
     try {
-      return { binding: require(file), file };
+      return { binding: loadAddon(file), file };
     } catch (err) {
       if (err && err.code !== 'MODULE_NOT_FOUND') errors.push(`${path.relative(root, file)}: ${err.message}`);
     }
