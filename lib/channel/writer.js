@@ -15,7 +15,7 @@ const { invalidArg } = require('../validate');
 const { CMD } = require('../protocol');
 const { kWriteFailed } = require('../write-failure');
 const { FrameStager } = require('./stager');
-const { separationOf } = require('../codec/separate');
+const { refuseSeparated } = require('../codec/separate');
 const { kPhase, kReader, kFinish, kEmitError, kApplyRefPolicy } = require('./symbols');
 
 // The handle's write methods, as #push names them.
@@ -231,7 +231,8 @@ class Writer {
   }
 
   #encode(message) {
-    if (this.fastMaxView < 0) return this.#encodeInAddon(message);
+    // The handle encodes every message itself (the fallback's, a TLS one).
+    if (this.fastMaxView < 0) return this.#push(OP_WRITE, message);
     const stager = this.stager;
     if (stager.buffer !== null && this.flushScheduled && stager.encoding === 1) {
       const length = stager.tryAppend(message, this.fastMaxView, this.writeLimit);
@@ -247,13 +248,11 @@ class Writer {
     return this.#encodeInAddon(message);
   }
 
-  // A message the JavaScript encoder did not write: the addon encodes it,
-  // unless it is advanced and marked (../codec/separate.js), which V8's
+  // A message the JavaScript encoder declined: the addon encodes it with
+  // V8's serializer, unless it is marked (../codec/separate.js), which that
   // serializer cannot write as separate values; nothing is queued then.
   #encodeInAddon(message) {
-    if (this.host.serialization === 'advanced' && separationOf(message) !== 0) {
-      throw makeError('ERR_PROCWIRE_UNSERIALIZABLE', 'the values cannot be sent as one message; send them one by one');
-    }
+    refuseSeparated(message);
     return this.#push(OP_WRITE, message);
   }
 

@@ -16,6 +16,7 @@ const { Buffer } = require('buffer');
 const { binding } = require('../native');
 const { makeError, invalidArg } = require('../errors');
 const { FORMATS } = require('./formats');
+const { refuseSeparated } = require('./separate');
 // json is JSON.stringify/JSON.parse plus UTF-8 either way; done in
 // JavaScript (Node's own path, ../fallback/codec.js) it skips the native
 // call and the external Buffer the binding returns, which measured as fast
@@ -100,6 +101,7 @@ function makeAdvanced() {
     (value) => {
       const frame = path.encodeCopy(value);
       if (frame !== null) return frame;
+      refuseSeparated(value);
       try {
         return binding.encode(FORMATS.advanced.id, value);
       } catch (err) {

@@ -14,12 +14,14 @@
 // objects are written afresh, as V8 writes distinct objects, so the bytes
 // are what v8.serialize gives for the same array of copies. V8's own
 // serializer, where that encoder declines (a Map in a task, a view for
-// shared memory), cannot write that, so a channel refuses a marked message
-// there (see lib/channel/writer.js), and the sender sends the values one by
-// one instead. The JSON format shares nothing anyway, so it takes marked
-// messages as they are.
+// shared memory), cannot write that, so every path to it refuses a marked
+// message first (refuseSeparated: the channel's writer before the addon
+// encodes, ./index.js, the fallback's codec, the TLS handle), and the sender
+// sends the values one by one instead. The JSON format shares nothing
+// anyway, so it takes marked messages as they are.
 
 const { isProxy } = require('util').types;
+const { makeError } = require('../errors');
 
 const kSeparateElements = Symbol('procwire.separateElements');
 
@@ -37,4 +39,11 @@ function separationOf(message) {
   return stride === undefined ? 0 : stride;
 }
 
-module.exports = { kSeparateElements, separateElements, separationOf };
+// Throws (coded) when `message` is marked: for the paths to V8's serializer.
+function refuseSeparated(message) {
+  if (separationOf(message) !== 0) {
+    throw makeError('ERR_PROCWIRE_UNSERIALIZABLE', 'the values cannot be sent as one message; send them one by one');
+  }
+}
+
+module.exports = { kSeparateElements, separateElements, separationOf, refuseSeparated };

@@ -17,6 +17,7 @@ const util = require('util');
 const { scanForOversizedBuffers, TILDE } = require('./v8-scan');
 const fast = require('../codec/advanced-fast');
 const { FORMATS } = require('../codec/formats');
+const { refuseSeparated } = require('../codec/separate');
 
 const state = {
   Buffer: require('buffer').Buffer,
@@ -129,6 +130,7 @@ function encodeAdvanced(value) {
   // it declines.
   const fastFrame = fast.encodeCopy(value);
   if (fastFrame !== null) return fastFrame;
+  refuseSeparated(value);
   const ser = new Encoder();
   // Room for the length header first, then the V8 header and the value.
   ser.writeRawBytes(PLACEHOLDER);

@@ -11,6 +11,8 @@ const { Channel } = require('../channel');
 const { makeError } = require('../errors');
 const { invalidArg } = require('../validate');
 const { binding } = require('../native');
+const { FORMATS } = require('../codec/formats');
+const { refuseSeparated } = require('../codec/separate');
 const { StreamHandle } = require('./stream');
 const {
   Server, resolveAddress, channelOptions, numericHost, authenticateClient, clientSettings,
@@ -25,7 +27,11 @@ const {
 function tlsHandle(socket, callbacks, options) {
   return new StreamHandle(socket, callbacks, {
     ...options,
-    encode: (format, value) => binding.encode(format, value),
+    // The addon's advanced encoder is V8's serializer (../codec/separate.js).
+    encode: (format, value) => {
+      if (format === FORMATS.advanced.id) refuseSeparated(value);
+      return binding.encode(format, value);
+    },
     createFramer: (format, max) => new binding.NativeFramer(format, max),
   });
 }
