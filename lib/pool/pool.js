@@ -15,6 +15,7 @@ const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
 const { poolSettings, runSettings } = require('./options');
 const { move, isMoved } = require('./move');
+const { remoteError, exitedError, startError } = require('./task-errors');
 const { kReady, kResult, kExit, kCancel, kUnsent } = require('./symbols');
 
 const QUEUED = 1;
@@ -73,48 +74,6 @@ let filling = null;
 function fill(resolve, reject) {
   filling.resolve = resolve;
   filling.reject = reject;
-}
-
-function remoteError(remote, task) {
-  const r = remote !== null && typeof remote === 'object' ? remote : { message: String(remote) };
-  const code = r.code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? r.code : 'ERR_PROCWIRE_REMOTE_ERROR';
-  return makeError(code, String(r.message), undefined, {
-    remote: { name: r.name, message: r.message, code: r.code, stack: r.stack },
-    ...(code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? { taskName: task.name || 'default' } : {}),
-  });
-}
-
-function exitDetails(slot) {
-  const { exitCode, signalCode } = slot.exit || {};
-  return { pid: slot.pid, exitCode: exitCode === undefined ? null : exitCode, signalCode: signalCode || null, stderr: slot.stderr };
-}
-
-function exitedError(slot) {
-  const details = exitDetails(slot);
-  const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-  const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)' : '';
-  const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
-  return makeError('ERR_PROCWIRE_POOL_WORKER_EXITED',
-    `pool worker ${slot.pid} exited while running the task (${how})${why}${tail}`, undefined, details);
-}
-
-function startError(slot) {
-  const details = exitDetails(slot);
-  const remote = slot.loadError;
-  let cause;
-  let message;
-  if (remote !== null) {
-    cause = new Error(remote.message);
-    cause.name = remote.name;
-    if (remote.code !== undefined) cause.code = remote.code;
-    if (remote.stack !== undefined) cause.stack = remote.stack;
-    message = `pool worker could not load its module: ${remote.message}`;
-  } else {
-    const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-    const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
-    message = `pool worker ${slot.pid} exited before it was ready (${how})${tail}`;
-  }
-  return makeError('ERR_PROCWIRE_POOL_WORKER_START', message, cause, details);
 }
 
 class Pool extends EventEmitter {
