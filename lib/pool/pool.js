@@ -16,7 +16,7 @@ const { WorkerSlot, READY, STARTING } = require('./worker-slot');
 const { poolSettings, runSettings } = require('./options');
 const { move, isMoved } = require('./move');
 const { remoteError, exitedError, startError } = require('./task-errors');
-const { kReady, kResult, kExit, kCancel, kUnsent } = require('./symbols');
+const { kReady, kResult, kExit, kCancel, kUnsent, kHangup } = require('./symbols');
 
 const QUEUED = 1;
 const RUNNING = 2;
@@ -80,6 +80,7 @@ class Pool extends EventEmitter {
   #settings;
   #scheduler;
   #live = new Set();     // every worker not yet dead
+  #leaving = new Set();  // live workers let go (idle, hung up) that have not exited yet
   #starting = 0;
   #phase = 'open';       // 'open' -> 'closing' -> 'closed'
   #nextId = 1;
@@ -174,15 +175,22 @@ class Pool extends EventEmitter {
   // One more worker when tasks wait, none is starting, and there is room.
   #grow() {
     if (this.#phase === 'closed' || this.#startFailed !== null || this.#starting > 0) return;
-    if (this.#live.size < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
+    if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
   #ensureWorkers() {
     if (this.#phase === 'closed' || this.#startFailed !== null) return;
     if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
-      while (this.#live.size < this.#settings.minWorkers) this.#spawn();
+      while (this.#workerCount() < this.#settings.minWorkers) this.#spawn();
     }
     if (this.#scheduler.queue.size > 0) this.#grow();
+  }
+
+  // The workers the pool counts against minWorkers and maxWorkers: not the
+  // ones it let go, which may take up to RETIRE_KILL_MS to exit and must not
+  // hold a replacement back meanwhile.
+  #workerCount() {
+    return this.#live.size - this.#leaving.size;
   }
 
   #spawn() {
@@ -293,6 +301,15 @@ class Pool extends EventEmitter {
     this.#armIdle();
   }
 
+  // A ready worker closed its channel: it takes no more tasks (those it
+  // holds settle at its exit), and a replacement keeps the pool's size.
+  [kHangup](slot) {
+    if (this.#phase === 'closed') return;
+    this.#scheduler.removeSlot(slot);
+    this.#leaving.add(slot);
+    this.#ensureWorkers();
+  }
+
   [kResult](slot, t, ok, value) {
     const at = now();
     if (slot.load === 0) {
@@ -351,6 +368,7 @@ class Pool extends EventEmitter {
 
   [kExit](slot, wasReady) {
     this.#live.delete(slot);
+    this.#leaving.delete(slot);
     this.#scheduler.removeSlot(slot);
     this.#busyMsOfGone += slot.busyMs + (slot.tasks.size > 0 ? now() - slot.busySince : 0);
     if (!wasReady) this.#starting--;
@@ -403,7 +421,7 @@ class Pool extends EventEmitter {
   // Workers above minWorkers that stayed idle for idleTimeout exit.
   #armIdle() {
     if (this.#idleTimer !== null || this.#phase !== 'open') return;
-    if (this.#live.size <= this.#settings.minWorkers) return;
+    if (this.#workerCount() <= this.#settings.minWorkers) return;
     this.#idleTimer = setTimeout(() => this.#sweepIdle(), Math.max(1, this.#settings.idleTimeout));
     this.#idleTimer.unref();
   }
@@ -412,17 +430,18 @@ class Pool extends EventEmitter {
     this.#idleTimer = null;
     if (this.#phase !== 'open') return;
     const limit = now() - this.#settings.idleTimeout;
-    let extra = this.#live.size - this.#settings.minWorkers;
+    let extra = this.#workerCount() - this.#settings.minWorkers;
     for (const slot of [...this.#scheduler.slots]) {
       if (extra <= 0) break;
       if (slot.load === 0 && slot.idleSince <= limit) {
         this.#scheduler.removeSlot(slot);
         slot.killedFor = 'idle';
+        this.#leaving.add(slot);
         slot.retire();
         extra--;
       }
     }
-    if (this.#live.size > this.#settings.minWorkers) this.#armIdle();
+    if (this.#workerCount() > this.#settings.minWorkers) this.#armIdle();
   }
 
   #refAll(on) {
@@ -504,14 +523,19 @@ class Pool extends EventEmitter {
     const at = now();
     const duration = at - this.#created;
     let busy = this.#busyMsOfGone;
-    for (const slot of this.#live) busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
+    // Tasks at workers the pool let go count until they settle too.
+    let running = 0;
+    for (const slot of this.#live) {
+      busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
+      running += slot.load;
+    }
     const queue = this.#scheduler.queue;
     return {
       completed: this.#completed,
       failed: this.#failed,
       cancelled: this.#cancelled,
       queued: queue.size,
-      running: this.#scheduler.running(),
+      running,
       workers: this.workers,
       runTime: this.#runTime.summary(),
       waitTime: this.#waitTime.summary(),

@@ -123,13 +123,6 @@ class Scheduler {
     const i = this.slots.indexOf(slot);
     if (i !== -1) this.slots.splice(i, 1);
   }
-
-  // Tasks running now over every ready worker.
-  running() {
-    let n = 0;
-    for (const slot of this.slots) n += slot.load;
-    return n;
-  }
 }
 
 module.exports = { Scheduler, TaskQueue };

@@ -23,7 +23,8 @@ function exitDetails(slot) {
 function exitedError(slot) {
   const details = exitDetails(slot);
   const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-  const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)' : '';
+  const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)'
+    : slot.hungUp ? ' (it had closed its channel, so it could not answer)' : '';
   const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
   return makeError('ERR_PROCWIRE_POOL_WORKER_EXITED',
     `pool worker ${slot.pid} exited while running the task (${how})${why}${tail}`, undefined, details);

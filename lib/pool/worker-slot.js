@@ -9,7 +9,7 @@ const path = require('path');
 const { fork } = require('../fork');
 const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
-const { kReady, kResult, kExit, kUnsent } = require('./symbols');
+const { kReady, kResult, kExit, kUnsent, kHangup } = require('./symbols');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
 const STDERR_TAIL = 4096;
@@ -42,6 +42,7 @@ class WorkerSlot {
     this.refed = true;
     this.killTimer = null;
     this.lingerTimer = null;
+    this.hungUp = false;     // it closed its channel while ready
     this.stderrClosed = false;
     this.child = fork(RUNTIME, spawn.args, {
       child: 'procwire',
@@ -55,6 +56,7 @@ class WorkerSlot {
     this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err));
     this.child.on('message', (m) => this.onMessage(m));
     this.child.on('error', () => { /* a failed kill or spawn: its exit reports it */ });
+    this.child.on('disconnect', () => this.onDisconnect());
     this.child.stderr.on('data', (chunk) => this.onStderr(chunk));
     this.child.stderr.once('close', () => {
       this.stderrClosed = true;
@@ -89,6 +91,19 @@ class WorkerSlot {
     this.tasks.delete(id);
     this.load--;
     this.pool[kResult](this, task, ok, value);
+  }
+
+  // The channel closed. At our retire() or kill that is expected; a ready
+  // worker that hung up by itself (procwire.parent.close(), or a crash whose
+  // exit is not reported yet) can take no task and answer none, however
+  // long it runs on: it is retired like one the pool let go, so it is killed
+  // if it lingers, and its pool stops counting it and forks a replacement.
+  // A worker still starting is left to its exit, which reports the failure.
+  onDisconnect() {
+    if (this.state !== READY || this.exit !== null) return;
+    this.hungUp = true;
+    this.retire();
+    this.pool[kHangup](this);
   }
 
   // The worker's stderr goes on to ours, as an inherited one would, and its
@@ -192,6 +207,7 @@ class WorkerSlot {
     if (this.state === DEAD) return;
     if (this.exit === null) this.exit = { exitCode: this.child.exitCode, signalCode: this.child.signalCode };
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
+    if (this.killTimer !== null) clearTimeout(this.killTimer);
     const wasReady = this.state !== STARTING;
     this.state = DEAD;
     this.load = 0;

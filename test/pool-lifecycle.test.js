@@ -1,0 +1,89 @@
+'use strict';
+// procwire.Pool's capacity over its workers' lives, with real processes:
+// workers it let go or that hung up do not hold their slot until they exit.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const procwire = require('..');
+const { Pool } = require('../lib/pool');
+const { until, withTimeout } = require('./helpers/wait');
+
+const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
+const LINGERING = path.join(__dirname, 'fixtures', 'pool-lingering.js');
+const STEP = 20_000;
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A pool that the test destroys at its end whatever happened.
+function pool(t, options) {
+  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 1, ...options });
+  t.after(() => p.destroy());
+  return p;
+}
+
+async function rejects(promise, code) {
+  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
+  assert.ok(err, `expected a rejection with ${code}`);
+  assert.strictEqual(err.code, code, err.stack);
+  assert.ok(err instanceof procwire.errors.ProcwireError);
+  return err;
+}
+
+test('a worker that closed its channel and lingers is replaced at once, not when it exits, and is killed later', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 4 });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const marker = path.join(dir, 'closed');
+  const hung = await p.run(null, { name: 'pid' });
+  // It lingers a minute: only a replacement can run the next tasks soon.
+  assert.strictEqual(await p.run({ marker, lingerMs: 60_000 }, { name: 'hangup' }), 'bye');
+  await until(() => fs.existsSync(marker), STEP, 'the worker closed its channel');
+  // Tasks written before the pool reads the end of the channel are lost with
+  // the worker, as at a crash; once it has read it, the worker is let go.
+  await until(() => p.workers.some((w) => w.pid === hung && w.state === 'retiring'), STEP, 'the pool to let it go');
+  const pids = await withTimeout(Promise.all([1, 2, 3].map(() => p.run(null, { name: 'pid' }))), STEP,
+    'the tasks given after the hang-up');
+  assert.ok(pids.every((pid) => pid !== hung), 'the tasks ran on a new worker');
+  assert.ok(alive(hung), 'they ran before the worker that hung up exited');
+  // A worker let go is killed if it does not exit by itself (after 5 s).
+  await until(() => !alive(hung), STEP, 'the worker that hung up to be killed');
+  await until(() => p.workers.length === 1, STEP, 'the pool to forget it');
+  assert.deepStrictEqual([p.stats().failed, p.stats().cancelled], [0, 0]);
+});
+
+test('a task running on a worker that closes its channel is rejected with ERR_PROCWIRE_POOL_WORKER_EXITED, and a replacement runs the next', async (t) => {
+  const p = pool(t, { filename: LINGERING, maxWorkers: 1 });
+  const hung = await p.run(null);
+  const running = p.run(null, { name: 'hangupRunning' });
+  // Queued behind it: it must not wait for the hung-up worker's end.
+  const next = p.run(null);
+  const pid = await withTimeout(next, STEP, 'the task queued behind the hung-up one');
+  assert.notStrictEqual(pid, hung);
+  // Until the worker that hung up is killed (after 5 s) it still holds it.
+  assert.strictEqual(p.stats().running, 1);
+  const err = await rejects(running, 'ERR_PROCWIRE_POOL_WORKER_EXITED');
+  assert.strictEqual(err.pid, hung);
+  assert.strictEqual(err.signalCode, 'SIGKILL');
+  assert.match(err.message, /closed its channel/);
+  assert.deepStrictEqual([p.stats().completed, p.stats().failed], [2, 1]);
+});
+
+test('a worker let go after idleTimeout that lingers does not hold back the next task until it exits', async (t) => {
+  const p = pool(t, { filename: LINGERING, minWorkers: 0, maxWorkers: 1, idleTimeout: 50 });
+  const first = await p.run(null);
+  await until(() => p.workers.some((w) => w.pid === first && w.state === 'retiring'), STEP, 'the idle worker let go');
+  const second = await withTimeout(p.run(null), STEP, 'a task while the idle worker is leaving');
+  assert.notStrictEqual(second, first);
+  assert.ok(alive(first), 'the task ran before the idle worker was killed');
+  await until(() => !alive(first), STEP, 'the lingering idle worker to be killed');
+});
