@@ -518,7 +518,10 @@ export interface PoolOptions {
   idleTimeout?: number;
   /** Tasks one worker holds at once. Default 1. */
   concurrentTasksPerWorker?: number;
-  /** Tasks that may wait; past it run() rejects ERR_PROCWIRE_POOL_QUEUE_FULL. 'auto': maxWorkers². Default Infinity. */
+  /**
+   * Tasks that may wait, beyond those the workers not ready yet will take; past it run() rejects
+   * ERR_PROCWIRE_POOL_QUEUE_FULL. 0: no queue. 'auto': maxWorkers². Default Infinity.
+   */
   maxQueue?: number | 'auto';
   /** A task's default timeout in ms; 0: none (the default). */
   timeout?: number;
@@ -597,6 +600,7 @@ export declare class Pool<Task = any, Result = any> extends EventEmitter {
   stats(): PoolStats;
   readonly queueSize: number;
   readonly completed: number;
+  /** run() would refuse a task now; 'drain' follows once it would not. */
   readonly needsDrain: boolean;
   readonly workers: PoolWorkerInfo[];
   on(event: 'drain', listener: () => void): this;

@@ -1,9 +1,12 @@
 'use strict';
 // procwire.Pool's capacity over its workers' lives, with real processes:
-// workers it let go or that hung up do not hold their slot until they exit.
+// workers it let go or that hung up do not hold their slot until they exit,
+// maxQueue counts the room of workers not ready yet as piscina does, and
+// 'drain' follows needsDrain.
 
 const test = require('node:test');
 const assert = require('node:assert');
+const { once } = require('events');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -86,4 +89,31 @@ test('a worker let go after idleTimeout that lingers does not hold back the next
   assert.notStrictEqual(second, first);
   assert.ok(alive(first), 'the task ran before the idle worker was killed');
   await until(() => !alive(first), STEP, 'the lingering idle worker to be killed');
+});
+
+test('maxQueue counts the room of workers not ready yet, as piscina does: maxQueue 0 takes tasks on a cold pool', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 2, concurrentTasksPerWorker: 2, maxQueue: 0 });
+  // Nothing is ready yet: the tasks wait for the workers' room (2 x 2).
+  const tasks = [1, 2, 3, 4].map((a) => p.run({ a, b: 0 }));
+  assert.strictEqual(p.needsDrain, true);
+  const err = await rejects(p.run({ a: 5, b: 0 }), 'ERR_PROCWIRE_POOL_QUEUE_FULL');
+  assert.match(err.message, /maxQueue 0/);
+  assert.deepStrictEqual(await withTimeout(Promise.all(tasks), STEP, 'the tasks taken'), [1, 2, 3, 4]);
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  assert.strictEqual(p.needsDrain, false, 'an idle pool with maxQueue 0 has room');
+  assert.strictEqual(await p.run({ a: 6, b: 0 }), 6);
+});
+
+test("'drain' follows needsDrain when a worker frees room, also with nothing queued", async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, maxQueue: 0 });
+  await until(() => p.workers.some((w) => w.state === 'ready'), STEP, 'the worker ready');
+  assert.strictEqual(p.needsDrain, false, 'an idle worker has room');
+  const busy = p.run(300, { name: 'sleep' });
+  assert.strictEqual(p.queueSize, 0);
+  assert.strictEqual(p.needsDrain, true, 'the only worker is busy and there is no queue');
+  await rejects(p.run({ a: 1, b: 1 }), 'ERR_PROCWIRE_POOL_QUEUE_FULL');
+  await withTimeout(once(p, 'drain'), STEP, "'drain'");
+  assert.strictEqual(p.needsDrain, false);
+  assert.strictEqual(await busy, 300);
+  assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
 });

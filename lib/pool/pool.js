@@ -99,6 +99,7 @@ class Pool extends EventEmitter {
   #waitTime = new Histogram();
   #busyMsOfGone = 0;
   #pumping = false;      // #pump is handing out queued tasks
+  #drainOwed = false;    // the pool was found full: 'drain' comes when it is not
 
   constructor(options) {
     super();
@@ -114,7 +115,11 @@ class Pool extends EventEmitter {
   get options() { return { ...this.#settings, spawn: undefined }; }
   get queueSize() { return this.#scheduler.queue.size; }
   get completed() { return this.#completed; }
-  get needsDrain() { return this.#scheduler.queue.size >= this.#settings.maxQueue; }
+  get needsDrain() {
+    const full = this.#scheduler.queue.size >= this.#queueLimit() && this.#scheduler.pick() === null;
+    if (full) this.#drainOwed = true;
+    return full;
+  }
   get workers() { return [...this.#live].map((slot) => slot.describe()); }
 
   run(task, options) {
@@ -141,9 +146,11 @@ class Pool extends EventEmitter {
     }
     const queue = this.#scheduler.queue;
     const slot = queue.size === 0 ? this.#scheduler.pick() : null;
-    if (slot === null && queue.size >= this.#settings.maxQueue) {
-      return Promise.reject(makeError('ERR_PROCWIRE_POOL_QUEUE_FULL',
-        `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
+    if (slot === null && queue.size >= this.#queueLimit()) {
+      this.#drainOwed = true;
+      return Promise.reject(makeError('ERR_PROCWIRE_POOL_QUEUE_FULL', this.#settings.maxQueue === 0
+        ? 'every worker is busy and the pool has no queue (maxQueue 0)'
+        : `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
     }
     const t = new Task(this, this.#nextId++, task, name, transfer);
     filling = t;
@@ -165,6 +172,21 @@ class Pool extends EventEmitter {
     if (slot !== null) this.#dispatch(slot, t);
     else this.#enqueue(t);
     return promise;
+  }
+
+  // Tasks may wait beyond maxQueue for the room of the workers not ready
+  // yet (starting, or to be forked up to maxWorkers), as piscina counts its
+  // starting workers' room: a cold pool with maxQueue 0 still takes tasks.
+  #queueLimit() {
+    const { maxQueue, maxWorkers, concurrentTasksPerWorker } = this.#settings;
+    return maxQueue + Math.max(0, maxWorkers - this.#scheduler.slots.length) * concurrentTasksPerWorker;
+  }
+
+  // 'drain': the queue became empty, or the pool has room again after
+  // needsDrain or a refusal said it had none.
+  #drained() {
+    this.#drainOwed = false;
+    this.emit('drain');
   }
 
   #enqueue(t) {
@@ -267,7 +289,7 @@ class Pool extends EventEmitter {
     } finally {
       this.#pumping = false;
     }
-    if (queue.size === 0) this.emit('drain');
+    if (queue.size === 0) this.#drained();
     else this.#grow();
   }
 
@@ -299,6 +321,7 @@ class Pool extends EventEmitter {
     slot.idleSince = now();
     this.#pump();
     this.#armIdle();
+    if (this.#drainOwed && !this.needsDrain) this.#drained();
   }
 
   // A ready worker closed its channel: it takes no more tasks (those it
@@ -335,6 +358,7 @@ class Pool extends EventEmitter {
     if (this.#scheduler.queue.size > 0) this.#pump();
     this.#taskGone();
     if (slot.load === 0 && this.#idleTimer === null) this.#armIdle();
+    if (this.#drainOwed && !this.needsDrain) this.#drained();
   }
 
   [kCancel](t, code, reason) {
@@ -343,7 +367,7 @@ class Pool extends EventEmitter {
       this.#scheduler.queue.removed();
       this.#cancelled++;
       t.reject(this.#cancelError(code, reason, false));
-      if (this.#scheduler.queue.size === 0) this.emit('drain');
+      if (this.#scheduler.queue.size === 0) this.#drained();
       this.#taskGone();
       return;
     }
@@ -411,7 +435,7 @@ class Pool extends EventEmitter {
       t.reject(err);
     }
     this.#active -= tasks.length;
-    if (tasks.length > 0) this.emit('drain');
+    if (tasks.length > 0) this.#drained();
     if (this.#active === 0) {
       if (this.#phase === 'open') this.#idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
