@@ -61,8 +61,10 @@ export interface ProcwireError extends Error {
   syscallCode?: string;
   /** For ERR_PROCWIRE_CHANNEL_CLOSED: why the channel closed. */
   reason?: CloseReason;
-  /** For ERR_PROCWIRE_REMOTE_ERROR: what the peer's responder threw. */
+  /** For ERR_PROCWIRE_REMOTE_ERROR: what the peer's responder (or a pool task's handler) threw. */
   remote?: { name: string; message: string; code?: string; stack?: string };
+  /** For ERR_PROCWIRE_POOL_NO_HANDLER: the name of the handler the task asked for. */
+  taskName?: string;
   /** For errors thrown by Framer.push without onError: the chunk's good messages. */
   messages?: unknown[];
   /**

@@ -110,8 +110,13 @@ function poolSettings(options) {
     abortGracePeriod: integer(options, 'abortGracePeriod', 1000, 0, MAX_TIMEOUT),
     serialization,
     name,
+    // The handler a task without a name of its own runs, sent with it: the
+    // worker keeps the module's default export under 'default', so
+    // run(task, { name: 'default' }) runs it whatever the pool's name, as in
+    // piscina, and a missing handler is reported by its own name.
+    taskName: name === 'default' ? undefined : name,
     spawn: {
-      args: name === 'default' ? [filename] : [filename, name],
+      args: [filename],
       serialization,
       execArgv,
       env: options.env,
@@ -132,7 +137,8 @@ function runSettings(options, settings) {
   }
   if (transfer !== undefined && !Array.isArray(transfer)) throw invalidArg('options.transfer must be an array');
   const timeout = validateSize(options.timeout, 'options.timeout', settings.timeout, MAX_TIMEOUT);
-  return { name: name === settings.name ? undefined : name, signal, transfer, timeout };
+  // 'default' is sent as no name at all, the wire's form for the default export.
+  return { name: name === undefined ? settings.taskName : name === 'default' ? undefined : name, signal, transfer, timeout };
 }
 
 module.exports = { poolSettings, runSettings };

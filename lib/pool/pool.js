@@ -112,7 +112,13 @@ class Pool extends EventEmitter {
   // Piscina's static move() and the same on the instance.
   static move(value, transfer) { return move(value, transfer); }
 
-  get options() { return { ...this.#settings, spawn: undefined }; }
+  // The settings, without the pool's own (how workers are forked, the name tasks are sent with).
+  get options() {
+    const options = { ...this.#settings };
+    delete options.spawn;
+    delete options.taskName;
+    return options;
+  }
   get queueSize() { return this.#scheduler.queue.size; }
   get completed() { return this.#completed; }
   get needsDrain() {
@@ -126,7 +132,7 @@ class Pool extends EventEmitter {
     if (this.#phase !== 'open') {
       return Promise.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool is closed: run() takes no new task'));
     }
-    let name;
+    let name = this.#settings.taskName;
     let signal;
     let transfer;
     let timeout = this.#settings.timeout;
