@@ -117,3 +117,31 @@ test("'drain' follows needsDrain when a worker frees room, also with nothing que
   assert.strictEqual(await busy, 300);
   assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
 });
+
+// Alive and not a zombie: a worker whose parent is gone is reparented, and
+// its new parent may reap it late.
+function running(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+test('a program that ends without closing its pools leaves no worker behind, even one let go whose module holds a handle', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const { spawn } = require('child_process');
+  const parent = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'pool-exit-parent.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  parent.stdout.on('data', (chunk) => { out += chunk; });
+  const pids = [];
+  t.after(() => {
+    parent.kill('SIGKILL');
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const [code] = await withTimeout(once(parent, 'exit'), STEP, 'the program to end by itself');
+  pids.push(...JSON.parse(out));
+  assert.strictEqual(code, 0);
+  assert.strictEqual(pids.length, 2);
+  await until(() => !pids.some(running), STEP, 'the workers of the program to end with it');
+});

@@ -20,6 +20,17 @@ const STDERR_LINGER_MS = 500;
 // gets this long before SIGKILL.
 const RETIRE_KILL_MS = 5000;
 
+// Every worker of this process's pools that has not exited. When the
+// process exits they are killed, as a thread pool's threads end with it: a
+// worker whose module holds a handle open (an interval, a connection) would
+// otherwise outlive it for ever, above all one that was let go, whose
+// channel is closed already, so that it cannot learn that its parent is gone.
+const unexited = new Set();
+let killAtExit = false;
+function killUnexited() {
+  for (const slot of unexited) slot.child.kill('SIGKILL');
+}
+
 const STARTING = 'starting';
 const READY = 'ready';
 const RETIRING = 'retiring';
@@ -52,6 +63,11 @@ class WorkerSlot {
       stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
     });
     this.pid = this.child.pid;
+    unexited.add(this);
+    if (!killAtExit) {
+      killAtExit = true;
+      process.on('exit', killUnexited);
+    }
     this.channel = this.child.channel;
     this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err));
     this.child.on('message', (m) => this.onMessage(m));
@@ -197,6 +213,7 @@ class WorkerSlot {
   // a disconnect() of ours, as in Node). A grandchild holding stderr open
   // must not hold the report back for ever.
   onExit(exitCode, signal) {
+    unexited.delete(this);
     this.exit = { exitCode, signalCode: signal };
     if (this.killTimer !== null) clearTimeout(this.killTimer);
     if (this.stderrClosed) this.ended();
