@@ -595,8 +595,11 @@ export declare class Pool<Task = any, Result = any> extends EventEmitter {
   /** Marks a value whose buffers are handed over rather than copied. */
   static move<T>(value: T, transfer?: (ArrayBuffer | ArrayBufferView)[]): Moved<T>;
   run(task: Task | Moved<Task>, options?: RunOptions): Promise<Result>;
-  /** Finishes queued and running tasks, then lets the workers go. */
-  close(): Promise<void>;
+  /**
+   * Finishes queued and running tasks, then lets the workers go. `force: true` rejects the queued
+   * tasks (ERR_PROCWIRE_POOL_CLOSED) instead of running them, as piscina's.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
   /** Rejects queued and running tasks (ERR_PROCWIRE_POOL_CLOSED) and kills the workers. */
   destroy(): Promise<void>;
   stats(): PoolStats;

@@ -145,3 +145,19 @@ test('a program that ends without closing its pools leaves no worker behind, eve
   assert.strictEqual(pids.length, 2);
   await until(() => !pids.some(running), STEP, 'the workers of the program to end with it');
 });
+
+test('close({ force: true }) rejects the queued tasks, as piscina\'s, and lets the running ones finish', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+  await p.run(null, { name: 'pid' });
+  const running = p.run(300, { name: 'sleep' });
+  const queued = [p.run({ a: 1, b: 1 }), p.run({ a: 2, b: 2 })];
+  assert.strictEqual(p.queueSize, 2);
+  await rejects(p.close({ force: 'yes' }), 'ERR_PROCWIRE_INVALID_ARG');
+  const closed = p.close({ force: true });
+  for (const task of queued) assert.match((await rejects(task, 'ERR_PROCWIRE_POOL_CLOSED')).message, /closed before the task ran/);
+  assert.strictEqual(await running, 300);
+  await withTimeout(closed, STEP, 'close()');
+  const { completed, cancelled, failed } = p.stats();
+  assert.deepStrictEqual({ completed, cancelled, failed }, { completed: 2, cancelled: 2, failed: 0 });
+  assert.deepStrictEqual(p.workers, []);
+});

@@ -9,7 +9,7 @@
 // made for it unless it asked for a timeout or a signal.
 
 const { EventEmitter } = require('events');
-const { makeError } = require('../errors');
+const { makeError, invalidArg } = require('../errors');
 const { Histogram, batchNow } = require('./histogram');
 const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
@@ -494,17 +494,39 @@ class Pool extends EventEmitter {
     }
   }
 
-  // close(): no new task; what is queued and running finishes; then every
-  // worker is told to exit. Resolves once all have.
-  close() {
-    if (this.#closed !== null) return this.#closed.promise;
-    this.#beginEnd();
-    this.#phase = 'closing';
-    // Until every worker has exited, they keep this process alive, so code
-    // after `await pool.close()` runs.
-    this.#refAll(true);
+  // close(): no new task; what is queued and running finishes (with
+  // { force: true }, as piscina's, what is queued is rejected instead); then
+  // every worker is told to exit. Resolves once all have.
+  close(options) {
+    let force = false;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) {
+        return Promise.reject(invalidArg('close(options): options must be an object, and its force a boolean'));
+      }
+      force = options.force === true;
+    }
+    if (this.#closed === null) {
+      this.#beginEnd();
+      this.#phase = 'closing';
+      // Until every worker has exited, they keep this process alive, so
+      // code after `await pool.close()` runs.
+      this.#refAll(true);
+    }
+    if (this.#phase !== 'closing') return this.#closed.promise;
+    if (force) this.#takeBackQueued('the pool was closed before the task ran');
     if (this.#active === 0) this.#shutdown();
     return this.#closed.promise;
+  }
+
+  // Queued tasks leave without running: rejected, counted as cancelled.
+  #takeBackQueued(why) {
+    const queued = this.#scheduler.queue.takeAll();
+    for (const t of queued) {
+      this.#finish(t);
+      this.#cancelled++;
+      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', why));
+    }
+    this.#active -= queued.length;
   }
 
   // destroy(): every queued and running task is rejected
@@ -513,13 +535,7 @@ class Pool extends EventEmitter {
     if (this.#closed === null) this.#beginEnd();
     if (this.#phase === 'closed') return this.#closed.promise;
     this.#phase = 'closed';
-    const queued = this.#scheduler.queue.takeAll();
-    for (const t of queued) {
-      this.#finish(t);
-      this.#cancelled++;
-      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
-    }
-    this.#active -= queued.length;
+    this.#takeBackQueued('the pool was destroyed before the task ran');
     this.#refAll(true);
     for (const slot of [...this.#live]) {
       slot.recallUnsent();

@@ -78,6 +78,7 @@ async function pools(): Promise<void> {
   const big = new SubpathPool<Buffer, Buffer>({ filename: new URL('file:///work/big.js') });
   const back: Buffer = await big.run(move(procwire.alloc(1 << 20)));
   const alsoMoved = SubpathPool.move(Buffer.alloc(4));
+  await big.close({ force: true });
   await big.destroy();
   void [sum, p99, back, alsoMoved, missing];
 }
