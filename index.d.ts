@@ -538,6 +538,22 @@ export interface PoolOptions {
   name?: string;
 }
 
+/** `pool.options`: the pool's settings, defaults filled in (the workers' execArgv, env and resourceLimits aside). */
+export interface PoolSettings {
+  /** The worker's module, an absolute path. */
+  filename: string;
+  minWorkers: number;
+  maxWorkers: number;
+  idleTimeout: number;
+  concurrentTasksPerWorker: number;
+  /** Infinity when unbounded; 'auto' is maxWorkers². */
+  maxQueue: number;
+  timeout: number;
+  abortGracePeriod: number;
+  serialization: Serialization;
+  name: string;
+}
+
 export interface RunOptions {
   /** The named handler of the worker's module to run. */
   name?: string;
@@ -608,6 +624,7 @@ export declare class Pool<Task = any, Result = any> extends EventEmitter {
   /** run() would refuse a task now; 'drain' follows once it would not. */
   readonly needsDrain: boolean;
   readonly workers: PoolWorkerInfo[];
+  readonly options: PoolSettings;
   on(event: 'drain', listener: () => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
