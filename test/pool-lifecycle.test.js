@@ -161,3 +161,15 @@ test('close({ force: true }) rejects the queued tasks, as piscina\'s, and lets t
   assert.deepStrictEqual({ completed, cancelled, failed }, { completed: 2, cancelled: 2, failed: 0 });
   assert.deepStrictEqual(p.workers, []);
 });
+
+test('a worker asked to stop a task takes no new one until it has: a task given meanwhile is not lost with it', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, concurrentTasksPerWorker: 2, abortGracePeriod: 300 });
+  const stuckPid = await p.run(null, { name: 'pid' });
+  // Busy in a loop, it reads nothing: neither its abort nor another task.
+  await rejects(p.run(60_000, { name: 'stuck', timeout: 50 }), 'ERR_PROCWIRE_TASK_TIMEOUT');
+  const next = p.run(null, { name: 'pid' });
+  assert.strictEqual(p.queueSize, 1, 'it waits for a worker that is not stopping a task');
+  const pid = await withTimeout(next, STEP, 'the task given while the worker was stopping one');
+  assert.notStrictEqual(pid, stuckPid, 'it ran on the replacement of the killed worker');
+  assert.deepStrictEqual([p.stats().failed, p.stats().cancelled], [0, 1]);
+});

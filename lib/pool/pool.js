@@ -263,6 +263,7 @@ class Pool extends EventEmitter {
         continue;
       }
       const running = t.state === RUNNING;
+      if (t.state === CANCELLED) slot.stopping--;
       this.#finish(t);
       if (running && closed) {
         this.#cancelled++;
@@ -359,6 +360,7 @@ class Pool extends EventEmitter {
       }
     } else {
       // Cancelled while running: it was rejected already; its grace ends.
+      slot.stopping--;
       this.#finish(t);
     }
     if (this.#scheduler.queue.size > 0) this.#pump();
@@ -383,6 +385,7 @@ class Pool extends EventEmitter {
     const slot = t.slot;
     this.#finish(t);
     t.state = CANCELLED;
+    slot.stopping++;
     this.#cancelled++;
     t.reject(this.#cancelError(code, reason, true));
     slot.abort(t);

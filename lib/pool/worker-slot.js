@@ -42,6 +42,7 @@ class WorkerSlot {
     this.state = STARTING;
     this.tasks = new Map();  // id -> task sent and not yet answered
     this.load = 0;           // tasks.size, read on every dispatch
+    this.stopping = 0;       // of them, aborted ones it has not yet let go
     this.completed = 0;
     this.busySince = 0;
     this.busyMs = 0;
