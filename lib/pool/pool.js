@@ -17,11 +17,7 @@ const { poolSettings, runSettings } = require('./options');
 const { move, isMoved } = require('./move');
 const { remoteError, exitedError, startError } = require('./task-errors');
 const { kReady, kResult, kExit, kCancel, kUnsent, kHangup } = require('./symbols');
-
-const QUEUED = 1;
-const RUNNING = 2;
-const CANCELLED = 3;  // rejected while its worker still runs it
-const DONE = 4;
+const { Task, QUEUED, RUNNING, CANCELLED, DONE, isLive, promiseOf, onTimeout, onGraceOver } = require('./task');
 
 // Workers that die before answering anything, one after another, before
 // the pool stops replacing them until the next run().
@@ -30,51 +26,6 @@ const MAX_CRASH_STREAK = 5;
 const UNREF_AFTER_MS = 50;
 
 const now = batchNow;
-
-class Task {
-  constructor(pool, id, task, name, transfer) {
-    this.pool = pool;
-    this.id = id;
-    this.task = task;
-    this.name = name;
-    this.transfer = transfer;
-    this.state = QUEUED;
-    this.slot = null;
-    this.signal = undefined;
-    this.timer = null;
-    this.enqueuedAt = 0;
-    this.startedAt = 0;
-    this.resolve = null;
-    this.reject = null;
-  }
-
-  // The task's AbortSignal fired (the task is its own listener, so no
-  // closure is made per task).
-  handleEvent() {
-    this.pool[kCancel](this, 'ERR_PROCWIRE_TASK_ABORTED', this.signal.reason);
-  }
-}
-
-function onTimeout(task) {
-  task.timer = null;
-  task.pool[kCancel](task, 'ERR_PROCWIRE_TASK_TIMEOUT', undefined);
-}
-
-function onGraceOver(task) {
-  task.timer = null;
-  const slot = task.slot;
-  if (task.state === CANCELLED && slot !== null && slot.tasks.get(task.id) === task) slot.kill('grace');
-}
-
-const isLive = (task) => task.state === QUEUED;
-
-// The promise of a run() takes its resolve and reject without a closure per
-// task: the executor runs synchronously and fills the task set here.
-let filling = null;
-function fill(resolve, reject) {
-  filling.resolve = resolve;
-  filling.reject = reject;
-}
 
 class Pool extends EventEmitter {
   #settings;
@@ -159,9 +110,7 @@ class Pool extends EventEmitter {
         : `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
     }
     const t = new Task(this, this.#nextId++, task, name, transfer);
-    filling = t;
-    const promise = new Promise(fill);
-    filling = null;
+    const promise = promiseOf(t);
     if (signal !== undefined) {
       t.signal = signal;
       signal.addEventListener('abort', t, { once: true });
