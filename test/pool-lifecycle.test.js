@@ -173,3 +173,16 @@ test('a worker asked to stop a task takes no new one until it has: a task given 
   assert.notStrictEqual(pid, stuckPid, 'it ran on the replacement of the killed worker');
   assert.deepStrictEqual([p.stats().failed, p.stats().cancelled], [0, 1]);
 });
+
+test('workers that die one after another before finishing anything stop being replaced, hang-up or not', async (t) => {
+  const p = pool(t, { filename: path.join(__dirname, 'fixtures', 'pool-dies.js'), minWorkers: 1, maxWorkers: 1 });
+  const seen = new Set();
+  // Each dies soon after it is ready; the pool gives up after five in a row.
+  await until(() => {
+    for (const w of p.workers) seen.add(w.pid);
+    return seen.size > 0 && p.workers.length === 0;
+  }, STEP, 'the pool to stop replacing them', 1);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.deepStrictEqual(p.workers, [], 'no more forks');
+  assert.ok(seen.size <= 5, `${seen.size} workers forked`);
+});

@@ -155,9 +155,11 @@ class Pool extends EventEmitter {
     if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
-  #ensureWorkers() {
+  // streak: the crash streak to judge by (a worker that hung up before
+  // finishing anything counts as the crash its exit will likely be).
+  #ensureWorkers(streak = this.#crashStreak) {
     if (this.#phase === 'closed' || this.#startFailed !== null) return;
-    if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
+    if (this.#phase === 'open' && streak < MAX_CRASH_STREAK) {
       while (this.#workerCount() < this.#settings.minWorkers) this.#spawn();
     }
     if (this.#scheduler.queue.size > 0) this.#grow();
@@ -286,7 +288,7 @@ class Pool extends EventEmitter {
     if (this.#phase === 'closed') return;
     this.#scheduler.removeSlot(slot);
     this.#leaving.add(slot);
-    this.#ensureWorkers();
+    this.#ensureWorkers(slot.completed === 0 ? this.#crashStreak + 1 : 0);
   }
 
   [kResult](slot, t, ok, value) {
