@@ -50,3 +50,13 @@ test('a pool named after a handler its module does not export: ERR_PROCWIRE_POOL
   // The module loaded: its other handlers run.
   assert.strictEqual(await p.run({ a: 1, b: 1 }, { name: 'default' }), 2);
 });
+
+test("run(task, { filename }) of another module is refused, not run with the pool's module", async (t) => {
+  const p = pool(t, {});
+  const other = path.join(__dirname, 'fixtures', 'pool-worker.mjs');
+  const err = await rejects(p.run({ a: 1, b: 2 }, { filename: other }), 'ERR_PROCWIRE_INVALID_ARG');
+  assert.match(err.message, /one module/);
+  // Its own module, by path or file: URL, is what it runs anyway.
+  assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: WORKER }), 3);
+  assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: require('url').pathToFileURL(WORKER).href }), 3);
+});

@@ -136,6 +136,12 @@ function runSettings(options, settings) {
     throw invalidArg('options.signal must be an AbortSignal');
   }
   if (transfer !== undefined && !Array.isArray(transfer)) throw invalidArg('options.transfer must be an array');
+  // piscina's run() takes a module of its own per task; a pool's workers
+  // have loaded one, and running it instead of the one asked for would be
+  // silently wrong.
+  if (options.filename !== undefined && filenameOf(options.filename) !== settings.filename) {
+    throw invalidArg('options.filename: a pool runs the one module it was made with; make a pool for each module');
+  }
   const timeout = validateSize(options.timeout, 'options.timeout', settings.timeout, MAX_TIMEOUT);
   // 'default' is sent as no name at all, the wire's form for the default export.
   return { name: name === undefined ? settings.taskName : name === 'default' ? undefined : name, signal, transfer, timeout };
