@@ -60,3 +60,11 @@ test("run(task, { filename }) of another module is refused, not run with the poo
   assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: WORKER }), 3);
   assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: require('url').pathToFileURL(WORKER).href }), 3);
 });
+
+test('a module that throws at load while it holds a handle open fails run() with ERR_PROCWIRE_POOL_WORKER_START, not never', async (t) => {
+  const p = pool(t, { filename: path.join(__dirname, 'fixtures', 'pool-throws-lingering.js') });
+  const err = await rejects(p.run(1), 'ERR_PROCWIRE_POOL_WORKER_START');
+  assert.strictEqual(err.cause.code, 'E_CONFIG');
+  assert.ok(Number.isInteger(err.pid));
+  assert.deepStrictEqual(p.workers, [], 'its worker is gone');
+});

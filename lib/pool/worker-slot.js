@@ -19,6 +19,9 @@ const STDERR_LINGER_MS = 500;
 // A retired worker whose module keeps it alive after its channel closed
 // gets this long before SIGKILL.
 const RETIRE_KILL_MS = 5000;
+// A worker that closed its channel before it was ready (its module failed
+// to load, and said why) gets this long to exit by itself before SIGKILL.
+const UNSTARTED_KILL_MS = 500;
 
 // Every worker of this process's pools that has not exited. When the
 // process exits they are killed, as a thread pool's threads end with it: a
@@ -40,6 +43,7 @@ class WorkerSlot {
   constructor(pool, spawn) {
     this.pool = pool;
     this.state = STARTING;
+    this.wasReady = false;   // it said 'ready' (its state may have moved on since)
     this.tasks = new Map();  // id -> task sent and not yet answered
     this.load = 0;           // tasks.size, read on every dispatch
     this.stopping = 0;       // of them, aborted ones it has not yet let go
@@ -93,6 +97,7 @@ class WorkerSlot {
     }
     if (m === 'ready' && this.state === STARTING) {
       this.state = READY;
+      this.wasReady = true;
       this.pool[kReady](this);
     } else if (m !== null && typeof m === 'object' && m.loadError !== undefined) {
       this.loadError = m.loadError;
@@ -117,7 +122,16 @@ class WorkerSlot {
   // if it lingers, and its pool stops counting it and forks a replacement.
   // A worker still starting is left to its exit, which reports the failure.
   onDisconnect() {
-    if (this.state !== READY || this.exit !== null) return;
+    if (this.exit !== null) return;
+    if (this.state === STARTING) {
+      // A start failure, reported at its exit: which a module holding a
+      // handle open (an interval, a connection made before it threw) would
+      // put off for ever, leaving the tasks waiting for it.
+      this.killTimer = setTimeout(() => this.kill('unstarted'), UNSTARTED_KILL_MS);
+      this.killTimer.unref();
+      return;
+    }
+    if (this.state !== READY) return;
     this.hungUp = true;
     this.retire();
     this.pool[kHangup](this);
@@ -226,7 +240,7 @@ class WorkerSlot {
     if (this.exit === null) this.exit = { exitCode: this.child.exitCode, signalCode: this.child.signalCode };
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
     if (this.killTimer !== null) clearTimeout(this.killTimer);
-    const wasReady = this.state !== STARTING;
+    const wasReady = this.wasReady;
     this.state = DEAD;
     this.load = 0;
     this.outbox.drop();
