@@ -186,3 +186,23 @@ test('workers that die one after another before finishing anything stop being re
   assert.deepStrictEqual(p.workers, [], 'no more forks');
   assert.ok(seen.size <= 5, `${seen.size} workers forked`);
 });
+
+test('after a crash streak stopped replacing workers, the first task that completes brings the pool back to minWorkers', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bad = path.join(dir, 'bad');
+  fs.writeFileSync(bad, '');
+  const p = pool(t, {
+    filename: path.join(__dirname, 'fixtures', 'pool-dies-first.js'), minWorkers: 2, maxWorkers: 2,
+    env: { ...process.env, POOL_TEST_BAD: bad },
+  });
+  let forked = false;
+  await until(() => {
+    forked = forked || p.workers.length > 0;
+    return forked && p.workers.length === 0;
+  }, STEP, 'the pool to stop replacing them', 1);
+  // From now on the workers work: a task completes, and the streak is over.
+  fs.rmSync(bad);
+  assert.ok(Number.isInteger(await withTimeout(p.run(null), STEP, 'a task on a good worker')));
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'minWorkers ready again');
+});

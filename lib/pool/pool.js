@@ -297,7 +297,12 @@ class Pool extends EventEmitter {
       slot.busyMs += at - slot.busySince;
       slot.idleSince = at;
     }
-    this.#crashStreak = 0;
+    if (this.#crashStreak !== 0) {
+      // A worker answered: the streak is over, and workers it stopped the
+      // pool from replacing are forked again to keep minWorkers.
+      this.#crashStreak = 0;
+      this.#ensureWorkers();
+    }
     if (t.state === RUNNING) {
       this.#runTime.record(at - t.startedAt);
       slot.completed++;
