@@ -212,6 +212,8 @@ class WorkerSlot {
     if (this.state === DEAD || this.state === RETIRING) return;
     this.state = RETIRING;
     if (this.child.connected) this.child.disconnect();
+    // A worker that hung up while starting has a shorter timer already.
+    if (this.killTimer !== null) return;
     this.killTimer = setTimeout(() => this.kill('retire'), RETIRE_KILL_MS);
     this.killTimer.unref();
   }
