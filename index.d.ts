@@ -61,8 +61,10 @@ export interface ProcwireError extends Error {
   syscallCode?: string;
   /** For ERR_PROCWIRE_CHANNEL_CLOSED: why the channel closed. */
   reason?: CloseReason;
-  /** For ERR_PROCWIRE_REMOTE_ERROR: what the peer's responder threw. */
+  /** For ERR_PROCWIRE_REMOTE_ERROR: what the peer's responder (or a pool task's handler) threw. */
   remote?: { name: string; message: string; code?: string; stack?: string };
+  /** For ERR_PROCWIRE_POOL_NO_HANDLER: the name of the handler the task asked for. */
+  taskName?: string;
   /** For errors thrown by Framer.push without onError: the chunk's good messages. */
   messages?: unknown[];
   /**
@@ -518,7 +520,10 @@ export interface PoolOptions {
   idleTimeout?: number;
   /** Tasks one worker holds at once. Default 1. */
   concurrentTasksPerWorker?: number;
-  /** Tasks that may wait; past it run() rejects ERR_PROCWIRE_POOL_QUEUE_FULL. 'auto': maxWorkers². Default Infinity. */
+  /**
+   * Tasks that may wait, beyond those the workers not ready yet will take; past it run() rejects
+   * ERR_PROCWIRE_POOL_QUEUE_FULL. 0: no queue. 'auto': maxWorkers². Default Infinity.
+   */
   maxQueue?: number | 'auto';
   /** A task's default timeout in ms; 0: none (the default). */
   timeout?: number;
@@ -531,6 +536,22 @@ export interface PoolOptions {
   resourceLimits?: { maxOldGenerationSizeMb?: number; maxYoungGenerationSizeMb?: number; stackSizeMb?: number };
   /** The handler run when a task names none. Default 'default'. */
   name?: string;
+}
+
+/** `pool.options`: the pool's settings, defaults filled in (the workers' execArgv, env and resourceLimits aside). */
+export interface PoolSettings {
+  /** The worker's module, an absolute path. */
+  filename: string;
+  minWorkers: number;
+  maxWorkers: number;
+  idleTimeout: number;
+  concurrentTasksPerWorker: number;
+  /** Infinity when unbounded; 'auto' is maxWorkers². */
+  maxQueue: number;
+  timeout: number;
+  abortGracePeriod: number;
+  serialization: Serialization;
+  name: string;
 }
 
 export interface RunOptions {
@@ -590,15 +611,20 @@ export declare class Pool<Task = any, Result = any> extends EventEmitter {
   /** Marks a value whose buffers are handed over rather than copied. */
   static move<T>(value: T, transfer?: (ArrayBuffer | ArrayBufferView)[]): Moved<T>;
   run(task: Task | Moved<Task>, options?: RunOptions): Promise<Result>;
-  /** Finishes queued and running tasks, then lets the workers go. */
-  close(): Promise<void>;
+  /**
+   * Finishes queued and running tasks, then lets the workers go. `force: true` rejects the queued
+   * tasks (ERR_PROCWIRE_POOL_CLOSED) instead of running them, as piscina's.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
   /** Rejects queued and running tasks (ERR_PROCWIRE_POOL_CLOSED) and kills the workers. */
   destroy(): Promise<void>;
   stats(): PoolStats;
   readonly queueSize: number;
   readonly completed: number;
+  /** run() would refuse a task now; 'drain' follows once it would not. */
   readonly needsDrain: boolean;
   readonly workers: PoolWorkerInfo[];
+  readonly options: PoolSettings;
   on(event: 'drain', listener: () => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }

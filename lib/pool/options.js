@@ -110,8 +110,13 @@ function poolSettings(options) {
     abortGracePeriod: integer(options, 'abortGracePeriod', 1000, 0, MAX_TIMEOUT),
     serialization,
     name,
+    // The handler a task without a name of its own runs, sent with it: the
+    // worker keeps the module's default export under 'default', so
+    // run(task, { name: 'default' }) runs it whatever the pool's name, as in
+    // piscina, and a missing handler is reported by its own name.
+    taskName: name === 'default' ? undefined : name,
     spawn: {
-      args: name === 'default' ? [filename] : [filename, name],
+      args: [filename],
       serialization,
       execArgv,
       env: options.env,
@@ -131,8 +136,15 @@ function runSettings(options, settings) {
     throw invalidArg('options.signal must be an AbortSignal');
   }
   if (transfer !== undefined && !Array.isArray(transfer)) throw invalidArg('options.transfer must be an array');
+  // piscina's run() takes a module of its own per task; a pool's workers
+  // have loaded one, and running it instead of the one asked for would be
+  // silently wrong.
+  if (options.filename !== undefined && filenameOf(options.filename) !== settings.filename) {
+    throw invalidArg('options.filename: a pool runs the one module it was made with; make a pool for each module');
+  }
   const timeout = validateSize(options.timeout, 'options.timeout', settings.timeout, MAX_TIMEOUT);
-  return { name: name === settings.name ? undefined : name, signal, transfer, timeout };
+  // 'default' is sent as no name at all, the wire's form for the default export.
+  return { name: name === undefined ? settings.taskName : name === 'default' ? undefined : name, signal, transfer, timeout };
 }
 
 module.exports = { poolSettings, runSettings };

@@ -9,18 +9,15 @@
 // made for it unless it asked for a timeout or a signal.
 
 const { EventEmitter } = require('events');
-const { makeError } = require('../errors');
+const { makeError, invalidArg } = require('../errors');
 const { Histogram, batchNow } = require('./histogram');
 const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
 const { poolSettings, runSettings } = require('./options');
 const { move, isMoved } = require('./move');
-const { kReady, kResult, kExit, kCancel, kUnsent } = require('./symbols');
-
-const QUEUED = 1;
-const RUNNING = 2;
-const CANCELLED = 3;  // rejected while its worker still runs it
-const DONE = 4;
+const { remoteError, exitedError, startError } = require('./task-errors');
+const { kReady, kResult, kExit, kCancel, kUnsent, kHangup } = require('./symbols');
+const { Task, QUEUED, RUNNING, CANCELLED, DONE, isLive, promiseOf, onTimeout, onGraceOver } = require('./task');
 
 // Workers that die before answering anything, one after another, before
 // the pool stops replacing them until the next run().
@@ -30,97 +27,11 @@ const UNREF_AFTER_MS = 50;
 
 const now = batchNow;
 
-class Task {
-  constructor(pool, id, task, name, transfer) {
-    this.pool = pool;
-    this.id = id;
-    this.task = task;
-    this.name = name;
-    this.transfer = transfer;
-    this.state = QUEUED;
-    this.slot = null;
-    this.signal = undefined;
-    this.timer = null;
-    this.enqueuedAt = 0;
-    this.startedAt = 0;
-    this.resolve = null;
-    this.reject = null;
-  }
-
-  // The task's AbortSignal fired (the task is its own listener, so no
-  // closure is made per task).
-  handleEvent() {
-    this.pool[kCancel](this, 'ERR_PROCWIRE_TASK_ABORTED', this.signal.reason);
-  }
-}
-
-function onTimeout(task) {
-  task.timer = null;
-  task.pool[kCancel](task, 'ERR_PROCWIRE_TASK_TIMEOUT', undefined);
-}
-
-function onGraceOver(task) {
-  task.timer = null;
-  const slot = task.slot;
-  if (task.state === CANCELLED && slot !== null && slot.tasks.get(task.id) === task) slot.kill('grace');
-}
-
-const isLive = (task) => task.state === QUEUED;
-
-// The promise of a run() takes its resolve and reject without a closure per
-// task: the executor runs synchronously and fills the task set here.
-let filling = null;
-function fill(resolve, reject) {
-  filling.resolve = resolve;
-  filling.reject = reject;
-}
-
-function remoteError(remote, task) {
-  const r = remote !== null && typeof remote === 'object' ? remote : { message: String(remote) };
-  const code = r.code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? r.code : 'ERR_PROCWIRE_REMOTE_ERROR';
-  return makeError(code, String(r.message), undefined, {
-    remote: { name: r.name, message: r.message, code: r.code, stack: r.stack },
-    ...(code === 'ERR_PROCWIRE_POOL_NO_HANDLER' ? { taskName: task.name || 'default' } : {}),
-  });
-}
-
-function exitDetails(slot) {
-  const { exitCode, signalCode } = slot.exit || {};
-  return { pid: slot.pid, exitCode: exitCode === undefined ? null : exitCode, signalCode: signalCode || null, stderr: slot.stderr };
-}
-
-function exitedError(slot) {
-  const details = exitDetails(slot);
-  const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-  const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)' : '';
-  const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
-  return makeError('ERR_PROCWIRE_POOL_WORKER_EXITED',
-    `pool worker ${slot.pid} exited while running the task (${how})${why}${tail}`, undefined, details);
-}
-
-function startError(slot) {
-  const details = exitDetails(slot);
-  const remote = slot.loadError;
-  let cause;
-  let message;
-  if (remote !== null) {
-    cause = new Error(remote.message);
-    cause.name = remote.name;
-    if (remote.code !== undefined) cause.code = remote.code;
-    if (remote.stack !== undefined) cause.stack = remote.stack;
-    message = `pool worker could not load its module: ${remote.message}`;
-  } else {
-    const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-    const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
-    message = `pool worker ${slot.pid} exited before it was ready (${how})${tail}`;
-  }
-  return makeError('ERR_PROCWIRE_POOL_WORKER_START', message, cause, details);
-}
-
 class Pool extends EventEmitter {
   #settings;
   #scheduler;
   #live = new Set();     // every worker not yet dead
+  #leaving = new Set();  // live workers let go (idle, hung up) that have not exited yet
   #starting = 0;
   #phase = 'open';       // 'open' -> 'closing' -> 'closed'
   #nextId = 1;
@@ -139,6 +50,7 @@ class Pool extends EventEmitter {
   #waitTime = new Histogram();
   #busyMsOfGone = 0;
   #pumping = false;      // #pump is handing out queued tasks
+  #drainOwed = false;    // the pool was found full: 'drain' comes when it is not
 
   constructor(options) {
     super();
@@ -151,17 +63,27 @@ class Pool extends EventEmitter {
   // Piscina's static move() and the same on the instance.
   static move(value, transfer) { return move(value, transfer); }
 
-  get options() { return { ...this.#settings, spawn: undefined }; }
+  // The settings, without the pool's own (how workers are forked, the name tasks are sent with).
+  get options() {
+    const options = { ...this.#settings };
+    delete options.spawn;
+    delete options.taskName;
+    return options;
+  }
   get queueSize() { return this.#scheduler.queue.size; }
   get completed() { return this.#completed; }
-  get needsDrain() { return this.#scheduler.queue.size >= this.#settings.maxQueue; }
+  get needsDrain() {
+    const full = this.#scheduler.queue.size >= this.#queueLimit() && this.#scheduler.pick() === null;
+    if (full) this.#drainOwed = true;
+    return full;
+  }
   get workers() { return [...this.#live].map((slot) => slot.describe()); }
 
   run(task, options) {
     if (this.#phase !== 'open') {
       return Promise.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool is closed: run() takes no new task'));
     }
-    let name;
+    let name = this.#settings.taskName;
     let signal;
     let transfer;
     let timeout = this.#settings.timeout;
@@ -181,14 +103,14 @@ class Pool extends EventEmitter {
     }
     const queue = this.#scheduler.queue;
     const slot = queue.size === 0 ? this.#scheduler.pick() : null;
-    if (slot === null && queue.size >= this.#settings.maxQueue) {
-      return Promise.reject(makeError('ERR_PROCWIRE_POOL_QUEUE_FULL',
-        `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
+    if (slot === null && queue.size >= this.#queueLimit()) {
+      this.#drainOwed = true;
+      return Promise.reject(makeError('ERR_PROCWIRE_POOL_QUEUE_FULL', this.#settings.maxQueue === 0
+        ? 'every worker is busy and the pool has no queue (maxQueue 0)'
+        : `the pool's queue holds maxQueue (${this.#settings.maxQueue}) tasks already`));
     }
     const t = new Task(this, this.#nextId++, task, name, transfer);
-    filling = t;
-    const promise = new Promise(fill);
-    filling = null;
+    const promise = promiseOf(t);
     if (signal !== undefined) {
       t.signal = signal;
       signal.addEventListener('abort', t, { once: true });
@@ -207,6 +129,21 @@ class Pool extends EventEmitter {
     return promise;
   }
 
+  // Tasks may wait beyond maxQueue for the room of the workers not ready
+  // yet (starting, or to be forked up to maxWorkers), as piscina counts its
+  // starting workers' room: a cold pool with maxQueue 0 still takes tasks.
+  #queueLimit() {
+    const { maxQueue, maxWorkers, concurrentTasksPerWorker } = this.#settings;
+    return maxQueue + Math.max(0, maxWorkers - this.#scheduler.slots.length) * concurrentTasksPerWorker;
+  }
+
+  // 'drain': the queue became empty, or the pool has room again after
+  // needsDrain or a refusal said it had none.
+  #drained() {
+    this.#drainOwed = false;
+    this.emit('drain');
+  }
+
   #enqueue(t) {
     this.#scheduler.queue.push(t);
     this.#grow();
@@ -215,15 +152,24 @@ class Pool extends EventEmitter {
   // One more worker when tasks wait, none is starting, and there is room.
   #grow() {
     if (this.#phase === 'closed' || this.#startFailed !== null || this.#starting > 0) return;
-    if (this.#live.size < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
+    if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
-  #ensureWorkers() {
+  // streak: the crash streak to judge by (a worker that hung up before
+  // finishing anything counts as the crash its exit will likely be).
+  #ensureWorkers(streak = this.#crashStreak) {
     if (this.#phase === 'closed' || this.#startFailed !== null) return;
-    if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
-      while (this.#live.size < this.#settings.minWorkers) this.#spawn();
+    if (this.#phase === 'open' && streak < MAX_CRASH_STREAK) {
+      while (this.#workerCount() < this.#settings.minWorkers) this.#spawn();
     }
     if (this.#scheduler.queue.size > 0) this.#grow();
+  }
+
+  // The workers the pool counts against minWorkers and maxWorkers: not the
+  // ones it let go, which may take up to RETIRE_KILL_MS to exit and must not
+  // hold a replacement back meanwhile.
+  #workerCount() {
+    return this.#live.size - this.#leaving.size;
   }
 
   #spawn() {
@@ -268,6 +214,7 @@ class Pool extends EventEmitter {
         continue;
       }
       const running = t.state === RUNNING;
+      if (t.state === CANCELLED) slot.stopping--;
       this.#finish(t);
       if (running && closed) {
         this.#cancelled++;
@@ -300,7 +247,7 @@ class Pool extends EventEmitter {
     } finally {
       this.#pumping = false;
     }
-    if (queue.size === 0) this.emit('drain');
+    if (queue.size === 0) this.#drained();
     else this.#grow();
   }
 
@@ -332,6 +279,16 @@ class Pool extends EventEmitter {
     slot.idleSince = now();
     this.#pump();
     this.#armIdle();
+    if (this.#drainOwed && !this.needsDrain) this.#drained();
+  }
+
+  // A ready worker closed its channel: it takes no more tasks (those it
+  // holds settle at its exit), and a replacement keeps the pool's size.
+  [kHangup](slot) {
+    if (this.#phase === 'closed') return;
+    this.#scheduler.removeSlot(slot);
+    this.#leaving.add(slot);
+    this.#ensureWorkers(slot.completed === 0 ? this.#crashStreak + 1 : 0);
   }
 
   [kResult](slot, t, ok, value) {
@@ -340,7 +297,12 @@ class Pool extends EventEmitter {
       slot.busyMs += at - slot.busySince;
       slot.idleSince = at;
     }
-    this.#crashStreak = 0;
+    if (this.#crashStreak !== 0) {
+      // A worker answered: the streak is over, and workers it stopped the
+      // pool from replacing are forked again to keep minWorkers.
+      this.#crashStreak = 0;
+      this.#ensureWorkers();
+    }
     if (t.state === RUNNING) {
       this.#runTime.record(at - t.startedAt);
       slot.completed++;
@@ -354,11 +316,13 @@ class Pool extends EventEmitter {
       }
     } else {
       // Cancelled while running: it was rejected already; its grace ends.
+      slot.stopping--;
       this.#finish(t);
     }
     if (this.#scheduler.queue.size > 0) this.#pump();
     this.#taskGone();
     if (slot.load === 0 && this.#idleTimer === null) this.#armIdle();
+    if (this.#drainOwed && !this.needsDrain) this.#drained();
   }
 
   [kCancel](t, code, reason) {
@@ -367,7 +331,7 @@ class Pool extends EventEmitter {
       this.#scheduler.queue.removed();
       this.#cancelled++;
       t.reject(this.#cancelError(code, reason, false));
-      if (this.#scheduler.queue.size === 0) this.emit('drain');
+      if (this.#scheduler.queue.size === 0) this.#drained();
       this.#taskGone();
       return;
     }
@@ -377,6 +341,7 @@ class Pool extends EventEmitter {
     const slot = t.slot;
     this.#finish(t);
     t.state = CANCELLED;
+    slot.stopping++;
     this.#cancelled++;
     t.reject(this.#cancelError(code, reason, true));
     slot.abort(t);
@@ -392,6 +357,7 @@ class Pool extends EventEmitter {
 
   [kExit](slot, wasReady) {
     this.#live.delete(slot);
+    this.#leaving.delete(slot);
     this.#scheduler.removeSlot(slot);
     this.#busyMsOfGone += slot.busyMs + (slot.tasks.size > 0 ? now() - slot.busySince : 0);
     if (!wasReady) this.#starting--;
@@ -434,7 +400,7 @@ class Pool extends EventEmitter {
       t.reject(err);
     }
     this.#active -= tasks.length;
-    if (tasks.length > 0) this.emit('drain');
+    if (tasks.length > 0) this.#drained();
     if (this.#active === 0) {
       if (this.#phase === 'open') this.#idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
@@ -444,7 +410,7 @@ class Pool extends EventEmitter {
   // Workers above minWorkers that stayed idle for idleTimeout exit.
   #armIdle() {
     if (this.#idleTimer !== null || this.#phase !== 'open') return;
-    if (this.#live.size <= this.#settings.minWorkers) return;
+    if (this.#workerCount() <= this.#settings.minWorkers) return;
     this.#idleTimer = setTimeout(() => this.#sweepIdle(), Math.max(1, this.#settings.idleTimeout));
     this.#idleTimer.unref();
   }
@@ -453,17 +419,18 @@ class Pool extends EventEmitter {
     this.#idleTimer = null;
     if (this.#phase !== 'open') return;
     const limit = now() - this.#settings.idleTimeout;
-    let extra = this.#live.size - this.#settings.minWorkers;
+    let extra = this.#workerCount() - this.#settings.minWorkers;
     for (const slot of [...this.#scheduler.slots]) {
       if (extra <= 0) break;
       if (slot.load === 0 && slot.idleSince <= limit) {
         this.#scheduler.removeSlot(slot);
         slot.killedFor = 'idle';
+        this.#leaving.add(slot);
         slot.retire();
         extra--;
       }
     }
-    if (this.#live.size > this.#settings.minWorkers) this.#armIdle();
+    if (this.#workerCount() > this.#settings.minWorkers) this.#armIdle();
   }
 
   #refAll(on) {
@@ -486,17 +453,39 @@ class Pool extends EventEmitter {
     }
   }
 
-  // close(): no new task; what is queued and running finishes; then every
-  // worker is told to exit. Resolves once all have.
-  close() {
-    if (this.#closed !== null) return this.#closed.promise;
-    this.#beginEnd();
-    this.#phase = 'closing';
-    // Until every worker has exited, they keep this process alive, so code
-    // after `await pool.close()` runs.
-    this.#refAll(true);
+  // close(): no new task; what is queued and running finishes (with
+  // { force: true }, as piscina's, what is queued is rejected instead); then
+  // every worker is told to exit. Resolves once all have.
+  close(options) {
+    let force = false;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) {
+        return Promise.reject(invalidArg('close(options): options must be an object, and its force a boolean'));
+      }
+      force = options.force === true;
+    }
+    if (this.#closed === null) {
+      this.#beginEnd();
+      this.#phase = 'closing';
+      // Until every worker has exited, they keep this process alive, so
+      // code after `await pool.close()` runs.
+      this.#refAll(true);
+    }
+    if (this.#phase !== 'closing') return this.#closed.promise;
+    if (force) this.#takeBackQueued('the pool was closed before the task ran');
     if (this.#active === 0) this.#shutdown();
     return this.#closed.promise;
+  }
+
+  // Queued tasks leave without running: rejected, counted as cancelled.
+  #takeBackQueued(why) {
+    const queued = this.#scheduler.queue.takeAll();
+    for (const t of queued) {
+      this.#finish(t);
+      this.#cancelled++;
+      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', why));
+    }
+    this.#active -= queued.length;
   }
 
   // destroy(): every queued and running task is rejected
@@ -505,13 +494,7 @@ class Pool extends EventEmitter {
     if (this.#closed === null) this.#beginEnd();
     if (this.#phase === 'closed') return this.#closed.promise;
     this.#phase = 'closed';
-    const queued = this.#scheduler.queue.takeAll();
-    for (const t of queued) {
-      this.#finish(t);
-      this.#cancelled++;
-      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
-    }
-    this.#active -= queued.length;
+    this.#takeBackQueued('the pool was destroyed before the task ran');
     this.#refAll(true);
     for (const slot of [...this.#live]) {
       slot.recallUnsent();
@@ -545,14 +528,19 @@ class Pool extends EventEmitter {
     const at = now();
     const duration = at - this.#created;
     let busy = this.#busyMsOfGone;
-    for (const slot of this.#live) busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
+    // Tasks at workers the pool let go count until they settle too.
+    let running = 0;
+    for (const slot of this.#live) {
+      busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
+      running += slot.load;
+    }
     const queue = this.#scheduler.queue;
     return {
       completed: this.#completed,
       failed: this.#failed,
       cancelled: this.#cancelled,
       queued: queue.size,
-      running: this.#scheduler.running(),
+      running,
       workers: this.workers,
       runTime: this.#runTime.summary(),
       waitTime: this.#waitTime.summary(),

@@ -1,6 +1,7 @@
 'use strict';
 // Where a task goes: the least-loaded ready worker with room (fewer than
-// concurrentTasksPerWorker tasks), else the back of a bounded FIFO queue.
+// concurrentTasksPerWorker tasks) and no aborted task still to stop, else
+// the back of a bounded FIFO queue.
 // Workers are few (one per CPU or so), so a linear scan for the least
 // loaded is cheaper than keeping a heap in order on every completion.
 
@@ -99,14 +100,16 @@ class Scheduler {
   }
 
   // The least-loaded ready worker with room, or null. Ties go to the first,
-  // so with one task at a time the workers take turns as they free up.
+  // so with one task at a time the workers take turns as they free up. A
+  // worker still stopping an aborted task gets none: if the task does not
+  // stop, the worker is killed, and what it was given meanwhile with it.
   pick() {
     const slots = this.slots;
     let best = null;
     let bestLoad = this.capacity;
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i];
-      if (slot.load < bestLoad) {
+      if (slot.load < bestLoad && slot.stopping === 0) {
         best = slot;
         bestLoad = slot.load;
         if (bestLoad === 0) break;
@@ -122,13 +125,6 @@ class Scheduler {
   removeSlot(slot) {
     const i = this.slots.indexOf(slot);
     if (i !== -1) this.slots.splice(i, 1);
-  }
-
-  // Tasks running now over every ready worker.
-  running() {
-    let n = 0;
-    for (const slot of this.slots) n += slot.load;
-    return n;
   }
 }
 

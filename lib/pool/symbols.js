@@ -8,4 +8,5 @@ module.exports = {
   kExit: Symbol('procwire.pool.exit'),
   kCancel: Symbol('procwire.pool.cancel'),
   kUnsent: Symbol('procwire.pool.unsent'),
+  kHangup: Symbol('procwire.pool.hangup'),
 };

@@ -9,7 +9,7 @@ const path = require('path');
 const { fork } = require('../fork');
 const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
-const { kReady, kResult, kExit, kUnsent } = require('./symbols');
+const { kReady, kResult, kExit, kUnsent, kHangup } = require('./symbols');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
 const STDERR_TAIL = 4096;
@@ -19,6 +19,20 @@ const STDERR_LINGER_MS = 500;
 // A retired worker whose module keeps it alive after its channel closed
 // gets this long before SIGKILL.
 const RETIRE_KILL_MS = 5000;
+// A worker that closed its channel before it was ready (its module failed
+// to load, and said why) gets this long to exit by itself before SIGKILL.
+const UNSTARTED_KILL_MS = 500;
+
+// Every worker of this process's pools that has not exited. When the
+// process exits they are killed, as a thread pool's threads end with it: a
+// worker whose module holds a handle open (an interval, a connection) would
+// otherwise outlive it for ever, above all one that was let go, whose
+// channel is closed already, so that it cannot learn that its parent is gone.
+const unexited = new Set();
+let killAtExit = false;
+function killUnexited() {
+  for (const slot of unexited) slot.child.kill('SIGKILL');
+}
 
 const STARTING = 'starting';
 const READY = 'ready';
@@ -29,8 +43,10 @@ class WorkerSlot {
   constructor(pool, spawn) {
     this.pool = pool;
     this.state = STARTING;
+    this.wasReady = false;   // it said 'ready' (its state may have moved on since)
     this.tasks = new Map();  // id -> task sent and not yet answered
     this.load = 0;           // tasks.size, read on every dispatch
+    this.stopping = 0;       // of them, aborted ones it has not yet let go
     this.completed = 0;
     this.busySince = 0;
     this.busyMs = 0;
@@ -42,6 +58,7 @@ class WorkerSlot {
     this.refed = true;
     this.killTimer = null;
     this.lingerTimer = null;
+    this.hungUp = false;     // it closed its channel while ready
     this.stderrClosed = false;
     this.child = fork(RUNTIME, spawn.args, {
       child: 'procwire',
@@ -51,10 +68,16 @@ class WorkerSlot {
       stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
     });
     this.pid = this.child.pid;
+    unexited.add(this);
+    if (!killAtExit) {
+      killAtExit = true;
+      process.on('exit', killUnexited);
+    }
     this.channel = this.child.channel;
     this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err));
     this.child.on('message', (m) => this.onMessage(m));
     this.child.on('error', () => { /* a failed kill or spawn: its exit reports it */ });
+    this.child.on('disconnect', () => this.onDisconnect());
     this.child.stderr.on('data', (chunk) => this.onStderr(chunk));
     this.child.stderr.once('close', () => {
       this.stderrClosed = true;
@@ -74,6 +97,7 @@ class WorkerSlot {
     }
     if (m === 'ready' && this.state === STARTING) {
       this.state = READY;
+      this.wasReady = true;
       this.pool[kReady](this);
     } else if (m !== null && typeof m === 'object' && m.loadError !== undefined) {
       this.loadError = m.loadError;
@@ -89,6 +113,28 @@ class WorkerSlot {
     this.tasks.delete(id);
     this.load--;
     this.pool[kResult](this, task, ok, value);
+  }
+
+  // The channel closed. At our retire() or kill that is expected; a ready
+  // worker that hung up by itself (procwire.parent.close(), or a crash whose
+  // exit is not reported yet) can take no task and answer none, however
+  // long it runs on: it is retired like one the pool let go, so it is killed
+  // if it lingers, and its pool stops counting it and forks a replacement.
+  // A worker still starting is left to its exit, which reports the failure.
+  onDisconnect() {
+    if (this.exit !== null) return;
+    if (this.state === STARTING) {
+      // A start failure, reported at its exit: which a module holding a
+      // handle open (an interval, a connection made before it threw) would
+      // put off for ever, leaving the tasks waiting for it.
+      this.killTimer = setTimeout(() => this.kill('unstarted'), UNSTARTED_KILL_MS);
+      this.killTimer.unref();
+      return;
+    }
+    if (this.state !== READY) return;
+    this.hungUp = true;
+    this.retire();
+    this.pool[kHangup](this);
   }
 
   // The worker's stderr goes on to ours, as an inherited one would, and its
@@ -166,6 +212,8 @@ class WorkerSlot {
     if (this.state === DEAD || this.state === RETIRING) return;
     this.state = RETIRING;
     if (this.child.connected) this.child.disconnect();
+    // A worker that hung up while starting has a shorter timer already.
+    if (this.killTimer !== null) return;
     this.killTimer = setTimeout(() => this.kill('retire'), RETIRE_KILL_MS);
     this.killTimer.unref();
   }
@@ -182,6 +230,7 @@ class WorkerSlot {
   // a disconnect() of ours, as in Node). A grandchild holding stderr open
   // must not hold the report back for ever.
   onExit(exitCode, signal) {
+    unexited.delete(this);
     this.exit = { exitCode, signalCode: signal };
     if (this.killTimer !== null) clearTimeout(this.killTimer);
     if (this.stderrClosed) this.ended();
@@ -192,7 +241,8 @@ class WorkerSlot {
     if (this.state === DEAD) return;
     if (this.exit === null) this.exit = { exitCode: this.child.exitCode, signalCode: this.child.signalCode };
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer);
-    const wasReady = this.state !== STARTING;
+    if (this.killTimer !== null) clearTimeout(this.killTimer);
+    const wasReady = this.wasReady;
     this.state = DEAD;
     this.load = 0;
     this.outbox.drop();

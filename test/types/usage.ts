@@ -73,11 +73,15 @@ async function pools(): Promise<void> {
   const stats: PoolStats = pool.stats();
   const p99: number = stats.runTime.p99 + stats.waitTime.p999;
   pool.on('drain', () => void pool.queueSize);
+  const missing = await pool.run({ a: 1, b: 2 }, { name: 'nope' }).catch((err: ProcwireError) => err.taskName);
+  const limits: number = pool.options.maxWorkers + pool.options.maxQueue;
+  const module: string = pool.options.filename;
   await pool.close();
   const big = new SubpathPool<Buffer, Buffer>({ filename: new URL('file:///work/big.js') });
   const back: Buffer = await big.run(move(procwire.alloc(1 << 20)));
   const alsoMoved = SubpathPool.move(Buffer.alloc(4));
+  await big.close({ force: true });
   await big.destroy();
-  void [sum, p99, back, alsoMoved];
+  void [sum, p99, back, alsoMoved, missing, limits, module];
 }
 void pools;

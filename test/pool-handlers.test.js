@@ -1,0 +1,70 @@
+'use strict';
+// Which handler a pool task runs, with real worker processes, checked
+// against piscina's documented `name`: the pool's name picks the handler
+// of tasks that give none, run(task, { name: 'default' }) is the module's
+// default export whatever the pool's name, and a missing handler is
+// reported by the name that was asked for.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const path = require('path');
+const procwire = require('..');
+const { Pool } = require('../lib/pool');
+const { withTimeout } = require('./helpers/wait');
+
+const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
+const STEP = 20_000;
+
+function pool(t, options) {
+  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 1, ...options });
+  t.after(() => p.destroy());
+  return p;
+}
+
+async function rejects(promise, code) {
+  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
+  assert.ok(err, `expected a rejection with ${code}`);
+  assert.strictEqual(err.code, code, err.stack);
+  assert.ok(err instanceof procwire.errors.ProcwireError);
+  return err;
+}
+
+test("a pool named after one handler still runs the module's default export for run(task, { name: 'default' })", async (t) => {
+  const p = pool(t, { name: 'echo' });
+  assert.deepStrictEqual(await p.run({ a: 1, b: 2 }), { a: 1, b: 2 }, 'no name: the pool\'s');
+  assert.strictEqual(await p.run({ a: 1, b: 2 }, { name: 'default' }), 3, "'default': the default export");
+  assert.strictEqual(await p.run(null, { name: 'echo' }), null);
+  // Several in one tick (one message to the worker) pick theirs each.
+  const mixed = await withTimeout(Promise.all([
+    p.run({ a: 2, b: 2 }), p.run({ a: 2, b: 2 }, { name: 'default' }), p.run(7, { name: 'echo' }),
+  ]), STEP, 'a batch of mixed names');
+  assert.deepStrictEqual(mixed, [{ a: 2, b: 2 }, 4, 7]);
+  assert.strictEqual(p.options.name, 'echo');
+});
+
+test('a pool named after a handler its module does not export: ERR_PROCWIRE_POOL_NO_HANDLER names it', async (t) => {
+  const p = pool(t, { name: 'nope' });
+  const err = await rejects(p.run(1), 'ERR_PROCWIRE_POOL_NO_HANDLER');
+  assert.match(err.message, /"nope"/);
+  assert.strictEqual(err.taskName, 'nope');
+  // The module loaded: its other handlers run.
+  assert.strictEqual(await p.run({ a: 1, b: 1 }, { name: 'default' }), 2);
+});
+
+test("run(task, { filename }) of another module is refused, not run with the pool's module", async (t) => {
+  const p = pool(t, {});
+  const other = path.join(__dirname, 'fixtures', 'pool-worker.mjs');
+  const err = await rejects(p.run({ a: 1, b: 2 }, { filename: other }), 'ERR_PROCWIRE_INVALID_ARG');
+  assert.match(err.message, /one module/);
+  // Its own module, by path or file: URL, is what it runs anyway.
+  assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: WORKER }), 3);
+  assert.strictEqual(await p.run({ a: 1, b: 2 }, { filename: require('url').pathToFileURL(WORKER).href }), 3);
+});
+
+test('a module that throws at load while it holds a handle open fails run() with ERR_PROCWIRE_POOL_WORKER_START, not never', async (t) => {
+  const p = pool(t, { filename: path.join(__dirname, 'fixtures', 'pool-throws-lingering.js') });
+  const err = await rejects(p.run(1), 'ERR_PROCWIRE_POOL_WORKER_START');
+  assert.strictEqual(err.cause.code, 'E_CONFIG');
+  assert.ok(Number.isInteger(err.pid));
+  assert.deepStrictEqual(p.workers, [], 'its worker is gone');
+});
