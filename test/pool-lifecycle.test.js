@@ -6,6 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const { spawn } = require('child_process');
 const { once } = require('events');
 const fs = require('fs');
 const os = require('os');
@@ -130,7 +131,6 @@ function running(pid) {
 }
 
 test('a program that ends without closing its pools leaves no worker behind, even one let go whose module holds a handle', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
-  const { spawn } = require('child_process');
   const parent = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'pool-exit-parent.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   parent.stdout.on('data', (chunk) => { out += chunk; });
@@ -144,6 +144,22 @@ test('a program that ends without closing its pools leaves no worker behind, eve
   assert.strictEqual(code, 0);
   assert.strictEqual(pids.length, 2);
   await until(() => !pids.some(running), STEP, 'the workers of the program to end with it');
+});
+
+test('a program killed with SIGKILL (it cannot kill its workers) leaves no worker behind: each leaves once its channel has closed', async (t) => {
+  const parent = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'pool-exit-parent.js'), 'stay'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  parent.stdout.on('data', (chunk) => { out += chunk; });
+  const pids = [];
+  t.after(() => {
+    parent.kill('SIGKILL');
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  await until(() => out.endsWith('\n'), STEP, 'the program to print its workers');
+  pids.push(...JSON.parse(out));
+  assert.strictEqual(pids.length, 2);
+  parent.kill('SIGKILL');
+  await until(() => !pids.some(running), STEP, 'the workers of the killed program to leave');
 });
 
 test('close({ force: true }) rejects the queued tasks, as piscina\'s, and lets the running ones finish', async (t) => {

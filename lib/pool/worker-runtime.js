@@ -104,8 +104,9 @@ function sendAnswer(id, value) {
     else parent.send([id, value]);
   } catch (err) {
     // The result could not be sent (a function in it, a transfer refused):
-    // the task fails with that error instead.
-    parent.send([-Math.abs(id), serializeError(err)]);
+    // the task fails with that error instead; on a closed channel nobody
+    // waits for either.
+    if (parent.connected) parent.send([-Math.abs(id), serializeError(err)]);
   }
 }
 
@@ -220,12 +221,10 @@ async function load(file) {
 
 async function main() {
   const file = path.resolve(process.argv[2]);
-  const defaultName = process.argv[3] || DEFAULT;
   let exported;
   try {
     exported = await load(file);
     collect(exported);
-    if (defaultName !== DEFAULT) defaultHandler = handlers.get(defaultName) || null;
     if (defaultHandler === null && handlers.size === 0) {
       throw new TypeError(`${file} exports no function: export one (module.exports = fn) or an object of named functions`);
     }
@@ -238,7 +237,17 @@ async function main() {
   // Ahead of the channel's own exit flush, which writes what is staged.
   process.prependOnceListener('exit', flushAnswers);
   parent.on('message', onMessage);
+  parent.once('close', leaveSoon);
   tell('ready');
+}
+
+// The channel closed: the pool let this worker go, or its process is gone
+// (killed, so it could not kill its workers). A module that keeps the worker
+// alive (a server, a timer) would keep it running for nobody; it exits once
+// the pool's own grace period for such a worker has passed.
+const ORPHAN_EXIT_MS = 5000;
+function leaveSoon() {
+  setTimeout(() => process.exit(), ORPHAN_EXIT_MS).unref();
 }
 
 // The pool may have let this worker go while it loaded (close(), destroy()):
