@@ -2,15 +2,16 @@
 // procwire.Pool: a pool of procwire child processes running one module's
 // handlers, with piscina's API (run, close, destroy, 'drain', stats).
 //
-// The pool holds the state (its phase, the live workers, the counters) and
-// the public methods; the Scheduler picks a worker or queues, a WorkerSlot
-// runs one process, Histograms keep the timings. A task is one small
+// The pool holds the state (its phase, the live workers) and the public
+// methods; the Scheduler picks a worker or queues, a WorkerSlot runs one
+// process, PoolStats keeps the counters and timings. A task is one small
 // object from run() to its settlement: no closure, timer or listener is
 // made for it unless it asked for a timeout or a signal.
 
 const { EventEmitter } = require('events');
 const { makeError, invalidArg } = require('../errors');
-const { Histogram, batchNow } = require('./histogram');
+const { batchNow } = require('./histogram');
+const { PoolStats } = require('./pool-stats');
 const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
 const { poolSettings, runSettings } = require('./options');
@@ -42,13 +43,7 @@ class Pool extends EventEmitter {
   #unrefTimer = null;
   #refed = true;
   #closed = null;        // { promise, resolve } once close()/destroy() began
-  #created = now();
-  #completed = 0;
-  #failed = 0;
-  #cancelled = 0;
-  #runTime = new Histogram();
-  #waitTime = new Histogram();
-  #busyMsOfGone = 0;
+  #stats = new PoolStats();
   #pumping = false;      // #pump is handing out queued tasks
   #drainOwed = false;    // the pool was found full: 'drain' comes when it is not
 
@@ -71,7 +66,7 @@ class Pool extends EventEmitter {
     return options;
   }
   get queueSize() { return this.#scheduler.queue.size; }
-  get completed() { return this.#completed; }
+  get completed() { return this.#stats.completed; }
   get needsDrain() {
     const full = this.#scheduler.queue.size >= this.#queueLimit() && this.#scheduler.pick() === null;
     if (full) this.#drainOwed = true;
@@ -193,7 +188,7 @@ class Pool extends EventEmitter {
     t.slot = slot;
     const at = now();
     t.startedAt = at;
-    this.#waitTime.record(at - t.enqueuedAt);
+    this.#stats.waitTime.record(at - t.enqueuedAt);
     if (slot.load === 0) slot.busySince = at;
     slot.send(t);
   }
@@ -217,11 +212,11 @@ class Pool extends EventEmitter {
       if (t.state === CANCELLED) slot.stopping--;
       this.#finish(t);
       if (running && closed) {
-        this.#cancelled++;
+        this.#stats.cancelled++;
         t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'));
       } else if (running) {
         // It ran nowhere, but it failed: stats() counts it with the failed.
-        this.#failed++;
+        this.#stats.failed++;
         t.reject(err);
       }
       this.#taskGone();
@@ -304,14 +299,14 @@ class Pool extends EventEmitter {
       this.#ensureWorkers();
     }
     if (t.state === RUNNING) {
-      this.#runTime.record(at - t.startedAt);
+      this.#stats.runTime.record(at - t.startedAt);
       slot.completed++;
       this.#finish(t);
       if (ok) {
-        this.#completed++;
+        this.#stats.completed++;
         t.resolve(value);
       } else {
-        this.#failed++;
+        this.#stats.failed++;
         t.reject(remoteError(value, t));
       }
     } else {
@@ -329,7 +324,7 @@ class Pool extends EventEmitter {
     if (t.state === QUEUED) {
       this.#finish(t);
       this.#scheduler.queue.removed();
-      this.#cancelled++;
+      this.#stats.cancelled++;
       t.reject(this.#cancelError(code, reason, false));
       if (this.#scheduler.queue.size === 0) this.#drained();
       this.#taskGone();
@@ -342,7 +337,7 @@ class Pool extends EventEmitter {
     this.#finish(t);
     t.state = CANCELLED;
     slot.stopping++;
-    this.#cancelled++;
+    this.#stats.cancelled++;
     t.reject(this.#cancelError(code, reason, true));
     slot.abort(t);
     t.timer = setTimeout(onGraceOver, this.#settings.abortGracePeriod, t);
@@ -359,13 +354,13 @@ class Pool extends EventEmitter {
     this.#live.delete(slot);
     this.#leaving.delete(slot);
     this.#scheduler.removeSlot(slot);
-    this.#busyMsOfGone += slot.busyMs + (slot.tasks.size > 0 ? now() - slot.busySince : 0);
+    this.#stats.workerGone(slot);
     if (!wasReady) this.#starting--;
     for (const t of slot.tasks.values()) {
       const state = t.state;
       this.#finish(t);
       if (state === RUNNING) {
-        this.#failed++;
+        this.#stats.failed++;
         t.reject(this.#phase === 'closed' ? makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed while the task ran')
           : exitedError(slot));
       }
@@ -396,7 +391,7 @@ class Pool extends EventEmitter {
     const tasks = this.#scheduler.queue.takeAll();
     for (const t of tasks) {
       this.#finish(t);
-      this.#failed++;
+      this.#stats.failed++;
       t.reject(err);
     }
     this.#active -= tasks.length;
@@ -482,7 +477,7 @@ class Pool extends EventEmitter {
     const queued = this.#scheduler.queue.takeAll();
     for (const t of queued) {
       this.#finish(t);
-      this.#cancelled++;
+      this.#stats.cancelled++;
       t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', why));
     }
     this.#active -= queued.length;
@@ -525,30 +520,7 @@ class Pool extends EventEmitter {
   }
 
   stats() {
-    const at = now();
-    const duration = at - this.#created;
-    let busy = this.#busyMsOfGone;
-    // Tasks at workers the pool let go count until they settle too.
-    let running = 0;
-    for (const slot of this.#live) {
-      busy += slot.busyMs + (slot.load > 0 ? at - slot.busySince : 0);
-      running += slot.load;
-    }
-    const queue = this.#scheduler.queue;
-    return {
-      completed: this.#completed,
-      failed: this.#failed,
-      cancelled: this.#cancelled,
-      queued: queue.size,
-      running,
-      workers: this.workers,
-      runTime: this.#runTime.summary(),
-      waitTime: this.#waitTime.summary(),
-      // The share of the workers' time spent with at least one task, over
-      // the pool's life and maxWorkers workers (piscina's measure).
-      utilization: duration > 0 ? Math.min(1, busy / (duration * this.#settings.maxWorkers)) : 0,
-      duration,
-    };
+    return this.#stats.summary(this.#live, this.#scheduler.queue.size, this.workers, this.#settings.maxWorkers);
   }
 }
 
