@@ -10,6 +10,7 @@ const { fork } = require('../fork');
 const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent } = require('./symbols');
+const { TaskTable } = require('./task-table');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
 const STDERR_TAIL = 4096;
@@ -29,7 +30,7 @@ class WorkerSlot {
   constructor(pool, spawn) {
     this.pool = pool;
     this.state = STARTING;
-    this.tasks = new Map();  // id -> task sent and not yet answered
+    this.tasks = new TaskTable();  // id -> task sent and not yet answered
     this.load = 0;           // tasks.size, read on every dispatch
     this.completed = 0;
     this.busySince = 0;
@@ -103,7 +104,7 @@ class WorkerSlot {
   // the others given in this tick (./outbox.js). A task with a transfer goes
   // at once, after them, since its buffers are handed over by its own send.
   send(task) {
-    this.tasks.set(task.id, task);
+    this.tasks.add(task);
     this.load++;
     if (task.transfer === undefined) {
       this.outbox.add(task);
