@@ -1,6 +1,6 @@
 'use strict';
 // The tasks a pool worker holds, by id: an open-addressed table (linear
-// probing on the id's low bits) in one plain array, for WorkerSlot.
+// probing from a scattered id) in one plain array, for WorkerSlot.
 //
 // Why not a Map: a Map whose entries come and go all the time (a busy
 // worker's tasks) rebuilds its backing table every few hundred changes,
@@ -9,9 +9,9 @@
 // that dead table keeps its successor, and the tasks, promises and closures
 // it holds, alive through every young-generation scavenge; they get
 // promoted in turn and keep the next table alive, and so on until a full
-// mark-compact. The pool's process then spent half its time in the garbage
-// collector. This table's array, when it grows, is simply dropped: nothing
-// points from it to the new one.
+// mark-compact. In about half the runs of a busy pool, its process then
+// spent a third of its time in the garbage collector. This table's array,
+// when it grows, is simply dropped: nothing points from it to the new one.
 //
 // One worker's ids follow patterns (runs of consecutive ids, or every
 // other id while two workers take turns), which would pile up on the same
