@@ -81,6 +81,7 @@ const CASES = [
   }],
   ['the same Buffer, Date and array', 2, () => [[1, [buf, date]], [2, { buf, date }], [3, buf]]],
   ['past the linear ids', 2, () => [[1, many], [2, many], [3, { again: many[39], first: many[0] }]]],
+  ['past the linear ids within a later group', 2, () => [[1, many], [2, { list: many, last: many[39], first: many[0] }]]],
   ['primitives and strings only', 2, () => [[1, 'same'], [2, 'same'], [3, -1.5]]],
 ];
 
