@@ -626,13 +626,6 @@ function writeArray(a) {
   if (arrayPrototypeIsClean !== 1) throw DECLINE;
   const length = a.length;
   if (length >= LONG_ARRAY) throw DECLINE;
-  // Object.keys lists the enumerable indexes ascending, then the other
-  // keys: a hole or a non-enumerable element (V8 writes either array
-  // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
-  // not that index.
-  const keys = ObjectKeys(a);
-  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
-  const extra = keys.length > length ? keys.slice(length) : null;
   // A marked message starts a new group every `stride` elements from its
   // second; any other array never reaches its `nextGroup`.
   let stride = 0;
@@ -643,6 +636,23 @@ function writeArray(a) {
       stride = marked;
       nextGroup = 1;
     }
+  }
+  // A marked message is lib's own array, built by a literal and push and
+  // never handed to user code: its only string keys are indexes, and an
+  // index it holds is a data property (only defineProperty on it could
+  // make a getter). It can still have a hole, where push met a setter on
+  // Array.prototype or Object.prototype; Object.hasOwn finds that, per
+  // element, for much less than Object.keys and __lookupGetter__ cost.
+  const ours = stride !== 0;
+  let extra = null;
+  if (!ours) {
+    // Object.keys lists the enumerable indexes ascending, then the other
+    // keys: a hole or a non-enumerable element (V8 writes either array
+    // sparse) leaves fewer than `length` indexes, so the key at length - 1
+    // is not that index.
+    const keys = ObjectKeys(a);
+    if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
+    if (keys.length > length) extra = keys.slice(length);
   }
   newId(a);
   if (pos + 6 > out.length) grow(6);
@@ -657,7 +667,7 @@ function writeArray(a) {
   for (let i = 0; i < length; i++) {
     // An element getter declines before it runs (V8 writes such an array
     // sparse, and runs the getter there).
-    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
+    if (ours ? !ObjectHasOwn(a, i) : lookupGetter.call(a, i) !== undefined) throw DECLINE;
     if (i === nextGroup) {
       forgetIds();
       nextGroup += stride;
