@@ -1,6 +1,7 @@
 'use strict';
-// The tasks a pool worker holds, by id: an open-addressed table (linear
-// probing from a scattered id) in one plain array, for WorkerSlot.
+// Objects by their numeric `id` (a pool worker's tasks in WorkerSlot, the
+// abortable tasks a worker runs): an open-addressed table (linear probing
+// from a scattered id) in one plain array.
 //
 // Why not a Map: a Map whose entries come and go all the time (a busy
 // worker's tasks) rebuilds its backing table every few hundred changes,
@@ -49,7 +50,8 @@ class TaskTable {
     }
   }
 
-  // Adds a task under its own id (task.id), which must not be here yet.
+  // Adds a task (any object with a numeric id) under its own id, which
+  // must not be here yet.
   add(task) {
     if (2 * (this.size + 1) > this.entries.length) this.grow();
     this.place(task);
