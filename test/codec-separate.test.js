@@ -81,6 +81,7 @@ const CASES = [
   }],
   ['the same Buffer, Date and array', 2, () => [[1, [buf, date]], [2, { buf, date }], [3, buf]]],
   ['past the linear ids', 2, () => [[1, many], [2, many], [3, { again: many[39], first: many[0] }]]],
+  ['past the linear ids within a later group', 2, () => [[1, many], [2, { list: many, last: many[39], first: many[0] }]]],
   ['primitives and strings only', 2, () => [[1, 'same'], [2, 'same'], [3, -1.5]]],
 ];
 
@@ -117,6 +118,22 @@ test('an unmarked array keeps its back-references, and the next message is unmar
   // A marked array inside an unmarked message is an ordinary array.
   const inner = marked(0, [[1, shared], [2, shared]]);
   assert.strictEqual(hexOf(fast.encode({ inner }).subarray(4)), hexOf(v8.serialize({ inner })));
+});
+
+// The encoder takes a marked array's elements without asking V8 about each
+// (it is lib's own array), but a hole is still found: push leaves one where
+// a setter on the prototype chain took the element.
+test('a marked array with a hole is declined', () => {
+  Object.defineProperty(Object.prototype, '2', { set() {}, configurable: true });
+  let message;
+  try {
+    message = separateElements([0], 2);
+    message.push(1, 'a', 2, 'b');
+  } finally {
+    delete Object.prototype[2];
+  }
+  assert.ok(!Object.hasOwn(message, 2));
+  assert.strictEqual(fast.encode(message), null);
 });
 
 test('a channel refuses a marked message only V8 could write, queues nothing, and goes on', async (t) => {

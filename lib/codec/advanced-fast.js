@@ -166,34 +166,57 @@ var out = scratchBuffer;
 var start = 0;
 var pos = 0;
 // Object ids, as V8 assigns them: every object, array, date and view, in
-// the order first met; a second meeting writes a back-reference. The first
-// few are found by a linear scan (putting an object in a Map makes V8 give
-// it an identity hash, which costs more than the scan); past that, a Map.
+// the order first met; a second meeting writes a back-reference. Only ids
+// from idFloor on can be referred back to (below). The first few of those
+// are found by a linear scan (putting an object in a Map makes V8 give it
+// an identity hash, which costs more than the scan): id idFloor + i is at
+// firstObjects[i]; past that, a Map.
 const LINEAR_IDS = 24;
 const firstObjects = new Array(LINEAR_IDS).fill(null);
-const ids = new Map();
+var ids = new Map();
+var idsUsed = false;
 var nextId = 0;
 
 // Objects given ids below this are not referred back to: the message is a
 // marked array (./separate.js), and they belong to an earlier group of it.
 // Met again, such an object is written afresh under a new id, as V8 writes a
-// distinct object.
+// distinct object. So each group of a batch starts with an empty scan list
+// and no Map, however many objects the batch holds.
 var idFloor = 0;
 // The value being encoded: only the message itself can be marked.
 var topLevel = null;
 
 function idOf(o) {
-  const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
-  for (let i = idFloor; i < n; i++) if (firstObjects[i] === o) return i;
-  if (nextId <= LINEAR_IDS) return undefined;
-  const id = ids.get(o);
-  return id !== undefined && id >= idFloor ? id : undefined;
+  const seen = nextId - idFloor;
+  const n = seen < LINEAR_IDS ? seen : LINEAR_IDS;
+  for (let i = 0; i < n; i++) if (firstObjects[i] === o) return idFloor + i;
+  return seen > LINEAR_IDS ? ids.get(o) : undefined;
 }
 
 function newId(o) {
   const id = nextId++;
-  if (id < LINEAR_IDS) firstObjects[id] = o;
-  else ids.set(o, id);
+  if (id - idFloor < LINEAR_IDS) {
+    firstObjects[id - idFloor] = o;
+  } else {
+    ids.set(o, id);
+    idsUsed = true;
+  }
+}
+
+// No object met so far is referred back to from here on. A used Map is
+// replaced, not cleared: V8 links a cleared Map's old table to its new one,
+// so one old table that reached the old generation would keep every later
+// table, and the objects of every message in them, alive through each
+// young-generation scavenge until a full collection.
+function forgetIds() {
+  const seen = nextId - idFloor;
+  const n = seen < LINEAR_IDS ? seen : LINEAR_IDS;
+  for (let i = 0; i < n; i++) firstObjects[i] = null;
+  if (idsUsed) {
+    ids = new Map();
+    idsUsed = false;
+  }
+  idFloor = nextId;
 }
 var encoding = false;
 var maxViewBytes = Infinity;
@@ -603,13 +626,6 @@ function writeArray(a) {
   if (arrayPrototypeIsClean !== 1) throw DECLINE;
   const length = a.length;
   if (length >= LONG_ARRAY) throw DECLINE;
-  // Object.keys lists the enumerable indexes ascending, then the other
-  // keys: a hole or a non-enumerable element (V8 writes either array
-  // sparse) leaves fewer than `length` indexes, so the key at length - 1 is
-  // not that index.
-  const keys = ObjectKeys(a);
-  if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
-  const extra = keys.length > length ? keys.slice(length) : null;
   // A marked message starts a new group every `stride` elements from its
   // second; any other array never reaches its `nextGroup`.
   let stride = 0;
@@ -620,6 +636,23 @@ function writeArray(a) {
       stride = marked;
       nextGroup = 1;
     }
+  }
+  // A marked message is lib's own array, built by a literal and push and
+  // never handed to user code: its only string keys are indexes, and an
+  // index it holds is a data property (only defineProperty on it could
+  // make a getter). It can still have a hole, where push met a setter on
+  // Array.prototype or Object.prototype; Object.hasOwn finds that, per
+  // element, for much less than Object.keys and __lookupGetter__ cost.
+  const ours = stride !== 0;
+  let extra = null;
+  if (!ours) {
+    // Object.keys lists the enumerable indexes ascending, then the other
+    // keys: a hole or a non-enumerable element (V8 writes either array
+    // sparse) leaves fewer than `length` indexes, so the key at length - 1
+    // is not that index.
+    const keys = ObjectKeys(a);
+    if (length > 0 && (keys.length < length || arrayIndexOf(keys[length - 1]) !== length - 1)) throw DECLINE;
+    if (keys.length > length) extra = keys.slice(length);
   }
   newId(a);
   if (pos + 6 > out.length) grow(6);
@@ -634,9 +667,9 @@ function writeArray(a) {
   for (let i = 0; i < length; i++) {
     // An element getter declines before it runs (V8 writes such an array
     // sparse, and runs the getter there).
-    if (lookupGetter.call(a, i) !== undefined) throw DECLINE;
+    if (ours ? !ObjectHasOwn(a, i) : lookupGetter.call(a, i) !== undefined) throw DECLINE;
     if (i === nextGroup) {
-      idFloor = nextId;
+      forgetIds();
       nextGroup += stride;
     }
     const v = a[i];
@@ -748,9 +781,7 @@ function encodeInto(buffer, at, value, maxView) {
   } catch (err) {
     if (err !== DECLINE && !(err instanceof RangeError)) throw cleanup(err);
   } finally {
-    const n = nextId < LINEAR_IDS ? nextId : LINEAR_IDS;
-    for (let i = 0; i < n; i++) firstObjects[i] = null;
-    if (nextId > LINEAR_IDS) ids.clear();
+    forgetIds();
     topLevel = null;
     encoding = false;
   }

@@ -25,7 +25,10 @@ const { makeError } = require('../errors');
 
 const kSeparateElements = Symbol('procwire.separateElements');
 
-// Marks `array` (a dense array built by the caller) -> array.
+// Marks `array` -> array. The array is lib's own: built by the caller with
+// a literal and push, and never handed to user code, so the encoder takes
+// its elements for data properties without asking V8 about each (it still
+// declines a hole). stride >= 1.
 function separateElements(array, stride) {
   array[kSeparateElements] = stride;
   return array;

@@ -10,6 +10,7 @@ const { fork } = require('../fork');
 const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent, kHangup } = require('./symbols');
+const { TaskTable } = require('./task-table');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
 const STDERR_TAIL = 4096;
@@ -44,7 +45,7 @@ class WorkerSlot {
     this.pool = pool;
     this.state = STARTING;
     this.wasReady = false;   // it said 'ready' (its state may have moved on since)
-    this.tasks = new Map();  // id -> task sent and not yet answered
+    this.tasks = new TaskTable();  // id -> task sent and not yet answered
     this.load = 0;           // tasks.size, read on every dispatch
     this.stopping = 0;       // of them, aborted ones it has not yet let go
     this.completed = 0;
@@ -149,7 +150,7 @@ class WorkerSlot {
   // the others given in this tick (./outbox.js). A task with a transfer goes
   // at once, after them, since its buffers are handed over by its own send.
   send(task) {
-    this.tasks.set(task.id, task);
+    this.tasks.add(task);
     this.load++;
     if (task.transfer === undefined) {
       this.outbox.add(task);
