@@ -16,6 +16,6 @@ export type {
   SizeBucket, ChannelStats, ChannelOptions, NatsOptions, SendOptions, RequestOptions,
   SendHandle, ProcwireForkOptions, ProcwireChildProcess, Address, AuthOptions, ListenOptions,
   UnixServerAddress, TcpServerAddress, NatsServerAddress, ServerAddress,
-  PoolOptions, RunOptions, PoolHistogram, PoolWorkerInfo, PoolStats, Moved,
+  PoolOptions, PoolSettings, RunOptions, PoolHistogram, PoolWorkerInfo, PoolStats, Moved,
   DurableNatsOptions, DurableChannel, DurableStats,
 } from './index.js';
