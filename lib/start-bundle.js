@@ -48,7 +48,7 @@ const vm = require('vm');
 // package.json), its paths are absolute and normal, and a native child on
 // Node 26 spent 1-2.6 ms of its start in those calls (CPU profiles).
 const root = __dirname.slice(0, __dirname.lastIndexOf('/'));
-const HASH_LINE = /^\/\/ sources ([0-9a-f]+)\n/;
+const HEADER = /^\/\/ sources ([0-9a-f]+) ([0-9]{10})\n/;
 
 // Where bundles are, in the order they are looked for: what the package
 // ships first (in a checkout it exists only while `npm pack` runs, and is
@@ -197,20 +197,24 @@ function readCache(file) {
   }
 }
 
-// The bundle's text is `// sources <hash>` and then an object literal:
-// { 'lib/x.js': [function (exports, require, module, __filename, __dirname)
-// { source }, { request: 'lib/y.js', ... }], ... }, each file's relative
-// requests that name another bundled file resolved when it was made.
-// Returns its sources, the compiled script (whose code cache the build
-// writes), the cache file for this process and whether V8 took it. text: the
-// bundle's, when the caller has read it already.
-function compileBundle(name, where = 'build', text = undefined) {
+// A bundle begins with `// sources <hash> <length>`; its first <length>
+// bytes are what is compiled: an object literal { 'lib/x.js': [function
+// (exports, require, module, __filename, __dirname) { source }, { request:
+// 'lib/y.js', ... }], ... }, each source with its lines that are only
+// comments emptied (its other lines where they are in the file), and each
+// file's relative requests that name another bundled file resolved when it
+// was made. The sources themselves follow, byte for byte, for the check
+// above, and are neither decoded nor compiled here. Returns the sources, the
+// compiled script (whose code cache the build writes), the cache file for
+// this process and whether V8 took it. bytes: the bundle's, when the caller
+// has read them already.
+function compileBundle(name, where = 'build', bytes = undefined) {
   const { dir, bundle } = bundleFiles(name, where);
-  text ??= fs.readFileSync(bundle, 'utf8');
-  const hash = HASH_LINE.exec(text)?.[1] ?? '';
-  const file = cacheFile(dir, name, hash);
-  const cachedData = hash === '' ? undefined : readCache(file);
-  const script = new vm.Script(`(${text}\n)`, { filename: bundle, cachedData });
+  bytes ??= fs.readFileSync(bundle);
+  const header = HEADER.exec(bytes.toString('latin1', 0, 64));
+  if (header === null) throw new Error(`${bundle} is not a start bundle`);
+  const file = cacheFile(dir, name, header[1]);
+  const script = new vm.Script(`(${bytes.toString('utf8', 0, Number(header[2]))}\n)`, { filename: bundle, cachedData: readCache(file) });
   return { sources: script.runInThisContext(), script, cacheFile: file, cacheUsed: script.cachedDataRejected === false };
 }
 
@@ -298,7 +302,7 @@ function compiledParentBundle() {
     const found = childFromBundle ? null : findBundle('parent-start');
     if (found !== null) {
       try {
-        parentBundle = compileBundle('parent-start', found.where, found.bytes?.toString('utf8'));
+        parentBundle = compileBundle('parent-start', found.where, found.bytes ?? undefined);
       } catch {
         // A bundle that cannot be read or compiled is not worth failing
         // for: the files it holds load the ordinary way.
