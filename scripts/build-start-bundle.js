@@ -7,7 +7,8 @@
 //
 // child-start-bundle.js holds the modules a native child loads before its
 // first answer, found by forking one without the bundle and asking it, each
-// source unchanged inside a function that takes CommonJS's arguments, with
+// source inside a function that takes CommonJS's arguments (its lines that
+// are only comments emptied; the sources unchanged follow, for the check), with
 // the relative requests it makes of other bundled files resolved here by
 // Node's own resolution. child-start.json beside it records where in the
 // bundle each source's copy is, so that a parent starts children from the
@@ -97,31 +98,100 @@ function resolvedRequests(file, source, files) {
   return resolved;
 }
 
+// Whether each line of a source begins inside a template literal, a string
+// or a block comment (true) or in code (false), from a scan that knows
+// JavaScript's literals and comments well enough for lib/: a regular
+// expression literal is told from a division by what precedes it. A scan
+// that does not end in code has lost its way, and the build stops rather
+// than strip what may not be a comment.
+function linesInLiterals(source, file) {
+  const inside = [false];
+  const templates = []; // for each open template literal's `${`, the braces open in it
+  let state = 'code';
+  let previous = '';
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\n') {
+      if (state === 'line comment') state = 'code';
+      inside.push(state !== 'code');
+      continue;
+    }
+    if (state === 'line comment') continue;
+    if (state === 'block comment') {
+      if (c === '*' && source[i + 1] === '/') { state = 'code'; i++; }
+      continue;
+    }
+    if (state === "'" || state === '"' || state === 'regexp' || state === 'class') {
+      if (c === '\\') i++;
+      else if (state === 'regexp' && c === '[') state = 'class';
+      else if (state === 'class' && c === ']') state = 'regexp';
+      else if (c === (state === 'regexp' ? '/' : state)) { state = 'code'; previous = 'x'; }
+      continue;
+    }
+    if (state === '`') {
+      if (c === '\\') i++;
+      else if (c === '`') { state = 'code'; previous = 'x'; }
+      else if (c === '$' && source[i + 1] === '{') { templates.push(0); state = 'code'; i++; previous = '{'; }
+      continue;
+    }
+    if (c === '/' && source[i + 1] === '/') { state = 'line comment'; continue; }
+    if (c === '/' && source[i + 1] === '*') { state = 'block comment'; i++; continue; }
+    if (c === "'" || c === '"' || c === '`') { state = c; continue; }
+    if (c === '/' && (previous === '' || '(,=:[!&|?{};+-*%<>~^'.includes(previous) || /\b(return|typeof|case|in|of)$/.test(source.slice(Math.max(0, i - 8), i).trimEnd()))) {
+      state = 'regexp';
+      continue;
+    }
+    if (templates.length > 0 && c === '{') templates[templates.length - 1]++;
+    if (templates.length > 0 && c === '}') {
+      if (templates[templates.length - 1] === 0) { templates.pop(); state = '`'; continue; }
+      templates[templates.length - 1]--;
+    }
+    if (!/\s/.test(c)) previous = /[\w$)\]]/.test(c) ? 'x' : c;
+  }
+  if (state !== 'code' && state !== 'line comment') throw new Error(`${file}: the scan for comments ended inside a ${state}`);
+  return inside;
+}
+
+// A source as the bundle compiles it: each line that is only a // comment
+// emptied, so that the bundle's lines stay where they were (stacks point at
+// the same lines) and V8 reads a third less text (a native child's CPU to
+// its first answer about 0.4 ms less on Node 20, 1.5 on Node 26).
+function withoutCommentLines(source, file) {
+  const inside = linesInLiterals(source, file);
+  return source.split('\n').map((line, n) => (!inside[n] && /^[ \t]*\/\//.test(line) ? '' : line)).join('\n');
+}
+
 // The bundle's bytes and where each source's copy is in them ({ 'lib/x.js':
-// [offset, length] }): each source goes in byte for byte, so the check in
-// lib/start-bundle.js can compare a file with its copy.
+// [offset, length] }). The bundle is a header line, `// sources <hash>
+// <length>`, then what lib/start-bundle.js compiles, <length> bytes from the
+// start: the sources without their comment lines, each inside a function.
+// After that, never compiled, come the sources themselves, byte for byte,
+// which the check in lib/start-bundle.js compares with the files.
 function makeBundle(files) {
-  const parts = [];
+  const code = ['{\n'];
+  const copies = [];
   const at = {};
-  let length = 0;
-  const add = (bytes) => {
-    parts.push(bytes);
-    length += bytes.length;
-  };
-  add(Buffer.from('{\n'));
+  let copiesLength = 0;
   for (const file of files) {
     const source = fs.readFileSync(path.join(ROOT, file));
-    add(Buffer.from(`${JSON.stringify(file)}: [function (exports, require, module, __filename, __dirname) {\n`));
-    at[file] = [length, source.length];
-    add(source);
-    add(Buffer.from(`\n}, ${JSON.stringify(resolvedRequests(file, source.toString('utf8'), files))}],\n`));
+    const text = source.toString('utf8');
+    code.push(`${JSON.stringify(file)}: [function (exports, require, module, __filename, __dirname) {\n`,
+      withoutCommentLines(text, file), `\n}, ${JSON.stringify(resolvedRequests(file, text, files))}],\n`);
+    at[file] = [copiesLength, source.length];
+    copies.push(source);
+    copiesLength += source.length;
   }
-  add(Buffer.from('}\n'));
-  const body = Buffer.concat(parts);
+  code.push('}\n// The sources, byte for byte, for the check (never compiled):\n');
+  const body = Buffer.concat([Buffer.from(code.join('')), ...copies]);
   const hash = crypto.createHash('sha256').update(body).digest('hex').slice(0, 16);
-  const header = Buffer.from(`// sources ${hash}\n// Generated by scripts/build-start-bundle.js from the files below, run by\n` +
-    '// lib/start-bundle.js; not edited by hand and not committed.\n');
-  for (const place of Object.values(at)) place[0] += header.length;
+  const comment = '// Generated by scripts/build-start-bundle.js from the files below, run by\n' +
+    '// lib/start-bundle.js; not edited by hand and not committed.\n';
+  // The length is written with ten digits, so that it does not change the
+  // header's own length.
+  const headerLength = `// sources ${hash} ${'0'.repeat(10)}\n${comment}`.length;
+  const codeLength = headerLength + Buffer.byteLength(code.join(''));
+  const header = Buffer.from(`// sources ${hash} ${String(codeLength).padStart(10, '0')}\n${comment}`);
+  for (const place of Object.values(at)) place[0] += codeLength;
   return { bytes: Buffer.concat([header, body]), sources: at };
 }
 
