@@ -356,4 +356,4 @@ if (process.argv[2] === '--trace-child') {
   });
 }
 
-module.exports = { ENTRY, traceStartFiles, traceParentFiles, render };
+module.exports = { ENTRY, traceStartFiles, traceParentFiles, render, withoutCommentLines };
