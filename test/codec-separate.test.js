@@ -154,3 +154,19 @@ test('a channel refuses a marked message only V8 could write, queues nothing, an
   assert.notStrictEqual(got[1][2], got[1][4]);
   assert.deepStrictEqual(got[1], [0, 1, { n: 1, s: 'text' }, 2, { n: 1, s: 'text' }]);
 });
+
+test('the mark is read without user code: a revoked proxy keeps its coded error, a proxy prototype is not asked', () => {
+  const { codec } = require('..');
+  const { proxy, revoke } = Proxy.revocable([], {});
+  revoke();
+  assert.throws(() => codec.advanced.encode(proxy), { code: 'ERR_PROCWIRE_UNSERIALIZABLE' });
+  const asked = [];
+  const array = [1, 2];
+  Object.setPrototypeOf(array, new Proxy(Array.prototype, { get(target, key, receiver) {
+    asked.push(key);
+    return Reflect.get(target, key, receiver);
+  } }));
+  // V8's serializer writes it (its prototype is not looked at).
+  assert.ok(codec.advanced.encode(array).length > 4);
+  assert.ok(!asked.some((k) => typeof k === 'symbol' && String(k).includes('separate')), asked.map(String).join());
+});

@@ -203,6 +203,25 @@ test('workers that die one after another before finishing anything stop being re
   assert.ok(seen.size <= 5, `${seen.size} workers forked`);
 });
 
+test('workers that hang up one after another before finishing anything, and linger, stop being replaced', async (t) => {
+  const p = pool(t, { filename: path.join(__dirname, 'fixtures', 'pool-hangs-up.js'), minWorkers: 1, maxWorkers: 1 });
+  const seen = new Set();
+  const look = () => {
+    for (const w of p.workers) seen.add(w.pid);
+  };
+  await until(() => {
+    look();
+    return seen.size >= 5;
+  }, STEP, 'five workers to be forked', 1);
+  // They linger (killed 5 s after they hang up): no sixth comes meanwhile.
+  const end = Date.now() + 1500;
+  while (Date.now() < end) {
+    look();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.strictEqual(seen.size, 5, `${seen.size} workers forked`);
+});
+
 test('after a crash streak stopped replacing workers, the first task that completes brings the pool back to minWorkers', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));

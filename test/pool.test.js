@@ -146,6 +146,17 @@ test('a batch carries at most 64 KiB of tasks or answers that are Buffers: bigge
   assert.strictEqual((await sent(() => p.run(buf, { name: 'describe' })))[0], 4);
   assert.deepStrictEqual(await sent(() => p.run(40 * 1024, { name: 'bytes' })), [1, 4]);
   assert.deepStrictEqual(await sent(() => p.run(Buffer.alloc(16), { name: 'describe' })), [1, 1]);
+  // One of 64 KiB or more goes alone, after the batch given before it.
+  const before = await messages();
+  const big = Buffer.alloc(200 * 1024);
+  await withTimeout(Promise.all([p.run(buf, { name: 'describe' }), p.run(big, { name: 'describe' }),
+    p.run({ a: 1, b: 1 })]), STEP, 'three tasks');
+  assert.strictEqual((await messages()).in - before.in - 1, 3);
+  // A view whose byteLength getter throws is measured by the engine's own.
+  class Odd extends Uint8Array {
+    get byteLength() { throw new Error('not to be called'); }
+  }
+  assert.deepStrictEqual(await p.run(new Odd(4), { name: 'describe' }), { length: 4, first: 0, last: 0 });
 });
 
 test('tasks given to a worker whose channel closed before it exits are queued again, not lost in the closed channel', async (t) => {

@@ -21,6 +21,7 @@
 // anyway, so it takes marked messages as they are.
 
 const { isProxy } = require('util').types;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const { makeError } = require('../errors');
 
 const kSeparateElements = Symbol('procwire.separateElements');
@@ -34,12 +35,14 @@ function separateElements(array, stride) {
   return array;
 }
 
-// The stride `message` was marked with, or 0. Reads no user code: a proxy is
-// never a marked message, and its traps must not run here.
+// The stride `message` was marked with, or 0. Runs no user code: a proxy
+// (even a revoked one, which Array.isArray throws on) is never a marked
+// message, and only the array's own property is looked at, so a proxy on
+// its prototype chain is never asked.
 function separationOf(message) {
-  if (!Array.isArray(message) || isProxy(message)) return 0;
-  const stride = message[kSeparateElements];
-  return stride === undefined ? 0 : stride;
+  if (isProxy(message) || !Array.isArray(message)) return 0;
+  const own = ObjectGetOwnPropertyDescriptor(message, kSeparateElements);
+  return own === undefined ? 0 : own.value;
 }
 
 // Throws (coded) when `message` is marked: for the paths to V8's serializer.

@@ -15,16 +15,26 @@
 // Each task in it reaches the worker as its own value, sharing no object
 // with another (../codec/separate.js), as when sent alone.
 
+const { isDataView } = require('util').types;
 const { makeError } = require('../errors');
 const { separateElements } = require('../codec/separate');
+const { typedArrayByteLength, dataViewByteLength } = require('../fallback/views');
 
 const BATCH = 0;
 const MAX_BATCH_TASKS = 32;
 // A batch also goes once the tasks' own bytes (a task that is a Buffer or
-// other view) reach this: a big task gains nothing from sharing a message,
-// and a batch of them is one big message, which the worker can start on
-// only once all of it has arrived.
+// other view) reach this, and a task this big goes alone: it gains nothing
+// from sharing a message, and a batch of them is one big message, which
+// the worker can start on only once all of it has arrived.
 const MAX_BATCH_VIEW_BYTES = 64 * 1024;
+
+// The bytes of a task or answer that is a Buffer or other view, else 0,
+// read with the engine's own getters: a subclass's byteLength getter is
+// user code, which must not run (or throw) inside the pool.
+function viewBytesOf(value) {
+  if (!ArrayBuffer.isView(value)) return 0;
+  return isDataView(value) ? dataViewByteLength.call(value) : typedArrayByteLength.call(value);
+}
 
 // A channel that closed (the worker hung up or is dying) does not throw on
 // send(): it returns false and reports the error later, so the tasks would
@@ -51,8 +61,14 @@ class TaskOutbox {
   }
 
   add(task) {
+    const bytes = viewBytesOf(task.task);
+    if (bytes >= MAX_BATCH_VIEW_BYTES) {
+      this.flush();
+      this.sendOne(task);
+      return;
+    }
     this.tasks.push(task);
-    if (ArrayBuffer.isView(task.task)) this.viewBytes += task.task.byteLength;
+    this.viewBytes += bytes;
     if (this.tasks.length >= MAX_BATCH_TASKS || this.viewBytes >= MAX_BATCH_VIEW_BYTES) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
@@ -104,4 +120,4 @@ class TaskOutbox {
   }
 }
 
-module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, closedError };
+module.exports = { TaskOutbox, BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, viewBytesOf, closedError };

@@ -150,11 +150,11 @@ class Pool extends EventEmitter {
     if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
-  // streak: the crash streak to judge by (a worker that hung up before
-  // finishing anything counts as the crash its exit will likely be).
-  #ensureWorkers(streak = this.#crashStreak) {
+  // Forks up to minWorkers unless workers keep dying (or hanging up) before
+  // finishing anything; tasks that wait get a worker either way.
+  #ensureWorkers() {
     if (this.#phase === 'closed' || this.#startFailed !== null) return;
-    if (this.#phase === 'open' && streak < MAX_CRASH_STREAK) {
+    if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
       while (this.#workerCount() < this.#settings.minWorkers) this.#spawn();
     }
     if (this.#scheduler.queue.size > 0) this.#grow();
@@ -174,8 +174,9 @@ class Pool extends EventEmitter {
     } catch (err) {
       // fork() itself failed (no memory, too many processes): the tasks
       // that wait learn it now rather than waiting for a worker.
-      this.#startFailed = makeError('ERR_PROCWIRE_POOL_WORKER_START', `could not fork a pool worker: ${err.message}`, err);
-      process.nextTick(() => this.#failQueued(this.#startFailed));
+      const failed = makeError('ERR_PROCWIRE_POOL_WORKER_START', `could not fork a pool worker: ${err.message}`, err);
+      this.#startFailed = failed;
+      process.nextTick(() => this.#failQueued(failed));
       return;
     }
     this.#live.add(slot);
@@ -279,11 +280,15 @@ class Pool extends EventEmitter {
 
   // A ready worker closed its channel: it takes no more tasks (those it
   // holds settle at its exit), and a replacement keeps the pool's size.
+  // It counts in the crash streak now, as an exit would (its own exit
+  // then does not count it again), so a module whose workers hang up and
+  // linger is not a fork loop either.
   [kHangup](slot) {
     if (this.#phase === 'closed') return;
     this.#scheduler.removeSlot(slot);
     this.#leaving.add(slot);
-    this.#ensureWorkers(slot.completed === 0 ? this.#crashStreak + 1 : 0);
+    this.#crashStreak = slot.completed === 0 ? this.#crashStreak + 1 : 0;
+    this.#ensureWorkers();
   }
 
   [kResult](slot, t, ok, value) {
@@ -374,7 +379,7 @@ class Pool extends EventEmitter {
         this.#startFailed = err;
         this.#failQueued(err);
       }
-    } else if (this.#phase !== 'closed' && slot.killedFor !== 'retire' && slot.killedFor !== 'idle') {
+    } else if (this.#phase !== 'closed' && !slot.hungUp && slot.killedFor !== 'retire' && slot.killedFor !== 'idle') {
       // A replacement. Workers that die before finishing anything, again
       // and again, are not replaced to keep minWorkers up (that would be a
       // fork loop); tasks still waiting always get one.

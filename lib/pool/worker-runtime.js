@@ -22,7 +22,7 @@ const url = require('url');
 // needs none of it would load at every start.
 const parent = require('../fork').getParent();
 const { isMoved } = require('./move');
-const { BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES } = require('./outbox');
+const { BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, viewBytesOf } = require('./outbox');
 const { separateElements } = require('../codec/separate');
 // The one serializeError in lib/, shared with the request responder.
 const { serializeError } = require('../channel/requests');
@@ -54,14 +54,16 @@ function newAnswers() {
 }
 
 function reply(id, value) {
-  if (isMoved(value)) {
-    // Its buffers go with a send of its own, after the answers before it.
+  const bytes = isMoved(value) ? MAX_BATCH_VIEW_BYTES : viewBytesOf(value);
+  if (bytes >= MAX_BATCH_VIEW_BYTES) {
+    // Its buffers go with a send of its own (a move's are handed over),
+    // after the answers before it.
     flushAnswers();
     sendAnswer(id, value);
     return;
   }
   answers.push(id, value);
-  if (ArrayBuffer.isView(value)) answerViewBytes += value.byteLength;
+  answerViewBytes += bytes;
   answersAdded();
 }
 
@@ -225,6 +227,10 @@ async function load(file) {
 }
 
 async function main() {
+  // From the start: a module that fails to load, or loads slowly while the
+  // pool lets the worker go, must not keep it running either.
+  if (parent.connected) parent.once('close', leaveSoon);
+  else leaveSoon();
   const file = path.resolve(process.argv[2]);
   let exported;
   try {
@@ -242,7 +248,6 @@ async function main() {
   // Ahead of the channel's own exit flush, which writes what is staged.
   process.prependOnceListener('exit', flushAnswers);
   parent.on('message', onMessage);
-  parent.once('close', leaveSoon);
   tell('ready');
 }
 
