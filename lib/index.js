@@ -67,7 +67,11 @@ module.exports = {
   connect,
   alloc,
   release,
-  errors: errors.classes,
+  // Made when first asked for: most processes (a forked child above all)
+  // never look at the classes, only at errors' codes.
+  get errors() {
+    return errors.classes;
+  },
   codes: Object.keys(errors.CODES),
   native: require('./native').native,
   getParent,

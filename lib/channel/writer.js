@@ -231,7 +231,8 @@ class Writer {
   }
 
   #encode(message) {
-    // The handle encodes every message itself (the fallback's, a TLS one).
+    // The handle encodes every message itself: a JSON channel's, the
+    // fallback's, a TLS one.
     if (this.fastMaxView < 0) return this.#push(OP_WRITE, message);
     const stager = this.stager;
     if (stager.buffer !== null && this.flushScheduled && stager.encoding === 1) {

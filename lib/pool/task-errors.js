@@ -20,12 +20,18 @@ function exitDetails(slot) {
   return { pid: slot.pid, exitCode: exitCode === undefined ? null : exitCode, signalCode: signalCode || null, stderr: slot.stderr };
 }
 
+// How it ended and the last lines of its stderr, for an error's message.
+function howItEnded(details) {
+  const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
+  const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
+  return { how, tail };
+}
+
 function exitedError(slot) {
   const details = exitDetails(slot);
-  const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
+  const { how, tail } = howItEnded(details);
   const why = slot.killedFor === 'grace' ? ' (killed: an aborted task did not stop within abortGracePeriod)'
     : slot.hungUp ? ' (it had closed its channel, so it could not answer)' : '';
-  const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
   return makeError('ERR_PROCWIRE_POOL_WORKER_EXITED',
     `pool worker ${slot.pid} exited while running the task (${how})${why}${tail}`, undefined, details);
 }
@@ -42,8 +48,7 @@ function startError(slot) {
     if (remote.stack !== undefined) cause.stack = remote.stack;
     message = `pool worker could not load its module: ${remote.message}`;
   } else {
-    const how = details.signalCode ? `signal ${details.signalCode}` : `exit code ${details.exitCode}`;
-    const tail = details.stderr ? `; stderr ends:\n${details.stderr.trimEnd().split('\n').slice(-5).join('\n')}` : '';
+    const { how, tail } = howItEnded(details);
     message = `pool worker ${slot.pid} exited before it was ready (${how})${tail}`;
   }
   return makeError('ERR_PROCWIRE_POOL_WORKER_START', message, cause, details);
