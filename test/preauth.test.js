@@ -253,6 +253,18 @@ test('too many silent peers: the oldest waiting hello is evicted, an honest clie
   for (const s of silent) s.destroy();
 });
 
+test('a server loads what making a channel needs when it starts listening, not at its first channel (which may come out of descriptors)', () => {
+  const script = `
+    const procwire = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const server = procwire.listen({ port: 0, host: '127.0.0.1' }, { auth: false }, () => {});
+    server.ready.then(() => {
+      process.stdout.write(Object.keys(require.cache).filter((f) => f.includes('advanced-fast')).length + '\\n');
+      server.close();
+    });`;
+  const out = childProcess.execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+  assert.strictEqual(out.trim(), '1');
+});
+
 test('out of descriptors (EMFILE): no accept spin, one report a second, recovery', TIMEOUT, async (t) => {
   const server = await startServer(t, { mode: 'open', limits: ['--nofile=64'] });
   const peers = [];

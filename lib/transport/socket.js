@@ -11,6 +11,7 @@ const dns = require('dns');
 const net = require('net');
 const { binding } = require('../native');
 const { Channel } = require('../channel');
+const { codecFor } = require('../codec');
 const { makeError, systemError } = require('../errors');
 const { withAddress } = require('../error-context');
 const { invalidArg, validateObject, validateSize } = require('../validate');
@@ -146,6 +147,10 @@ function initSocketServer(server, address, options) {
     throw invalidArg('Server is made by listen(address[, options][, onChannel])');
   }
   options = validateObject(options, 'options');
+  // A server makes its channels when descriptors may have run out (a flood
+  // of connections): what making one loads (its codec's JavaScript half,
+  // for advanced) is loaded now, as a require() then would fail with EMFILE.
+  codecFor(options.serialization === undefined ? 'advanced' : options.serialization);
   server[kAddress] = address;
   server[kOptions] = options;
   server[kBoundPort] = null;
