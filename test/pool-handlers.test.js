@@ -8,26 +8,12 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
-const procwire = require('..');
-const { Pool } = require('../lib/pool');
 const { withTimeout } = require('./helpers/wait');
+const { poolMaker, rejects, WORKER } = require('./helpers/pool');
 
-const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
 const STEP = 20_000;
 
-function pool(t, options) {
-  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 1, ...options });
-  t.after(() => p.destroy());
-  return p;
-}
-
-async function rejects(promise, code) {
-  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
-  assert.ok(err, `expected a rejection with ${code}`);
-  assert.strictEqual(err.code, code, err.stack);
-  assert.ok(err instanceof procwire.errors.ProcwireError);
-  return err;
-}
+const pool = poolMaker({ minWorkers: 1, maxWorkers: 1 });
 
 test("a pool named after one handler still runs the module's default export for run(task, { name: 'default' })", async (t) => {
   const p = pool(t, { name: 'echo' });

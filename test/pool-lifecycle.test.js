@@ -11,37 +11,14 @@ const { once } = require('events');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const procwire = require('..');
-const { Pool } = require('../lib/pool');
 const { until, withTimeout } = require('./helpers/wait');
+const { poolMaker, rejects, alive } = require('./helpers/pool');
 
-const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
 const LINGERING = path.join(__dirname, 'fixtures', 'pool-lingering.js');
 const STEP = 20_000;
 
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-// A pool that the test destroys at its end whatever happened.
-function pool(t, options) {
-  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 1, ...options });
-  t.after(() => p.destroy());
-  return p;
-}
-
-async function rejects(promise, code) {
-  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
-  assert.ok(err, `expected a rejection with ${code}`);
-  assert.strictEqual(err.code, code, err.stack);
-  assert.ok(err instanceof procwire.errors.ProcwireError);
-  return err;
-}
+const pool = poolMaker({ minWorkers: 1, maxWorkers: 1 });
 
 test('a worker that closed its channel and lingers is replaced at once, not when it exits, and is killed later', async (t) => {
   const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 4 });

@@ -15,35 +15,15 @@ const procwire = require('..');
 const { Pool, move } = require('../lib/pool');
 const { fdSnapshot, fdsOpenedSince } = require('./helpers/fds');
 const { sleep, until, withTimeout } = require('./helpers/wait');
+const { poolMaker, rejects, alive } = require('./helpers/pool');
 
 const WORKER = path.join(__dirname, 'fixtures', 'pool-worker.js');
 const ESM_WORKER = path.join(__dirname, 'fixtures', 'pool-worker.mjs');
 const THROWS = path.join(__dirname, 'fixtures', 'pool-throws.js');
 const STEP = 20_000;
 
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-// A pool that the test destroys at its end whatever happened.
-function pool(t, options) {
-  const p = new Pool({ filename: WORKER, minWorkers: 1, maxWorkers: 2, ...options });
-  t.after(() => p.destroy());
-  return p;
-}
-
-async function rejects(promise, code) {
-  const err = await withTimeout(promise.then(() => null, (e) => e), STEP, code);
-  assert.ok(err, `expected a rejection with ${code}`);
-  assert.strictEqual(err.code, code, err.stack);
-  assert.ok(err instanceof procwire.errors.ProcwireError);
-  return err;
-}
+const pool = poolMaker({ minWorkers: 1, maxWorkers: 2 });
 
 test('default and named handlers of a CommonJS module; errors keep their message and code', async (t) => {
   const p = pool(t);
