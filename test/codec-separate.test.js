@@ -170,3 +170,110 @@ test('the mark is read without user code: a revoked proxy keeps its coded error,
   assert.ok(codec.advanced.encode(array).length > 4);
   assert.ok(!asked.some((k) => typeof k === 'symbol' && String(k).includes('separate')), asked.map(String).join());
 });
+
+// mulberry32: a small seeded generator, the same on every Node line.
+function prng(state) {
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Groups of random values for seed `s` whose objects are shared at random:
+// inside a group, across groups, and in cycles (a value that takes an
+// object made earlier, which may be one of its own ancestors).
+function randomGroups(s) {
+  const rand = prng(s);
+  const pick = (n) => Math.floor(rand() * n);
+  const made = [];
+  const leaf = () => {
+    switch (pick(9)) {
+      case 0: return pick(1000);
+      case 1: return rand() * 1e6;
+      case 2: return `s${pick(30)}`;
+      case 3: return pick(2) === 0;
+      case 4: return null;
+      case 5: return undefined;
+      case 6: return new Date(pick(1e9));
+      case 7: return BigInt(pick(1e9)) * (pick(2) === 0 ? 1n : -1n);
+      default: return Buffer.from([pick(256), 2, 3]);
+    }
+  };
+  const node = (depth) => {
+    if (made.length > 0 && pick(5) === 0) return made[pick(made.length)];
+    const r = pick(10);
+    if (depth > 3 || r < 4) return leaf();
+    if (r < 7) {
+      const a = [];
+      made.push(a);
+      for (let n = pick(5); n > 0; n--) a.push(node(depth + 1));
+      return a;
+    }
+    const o = {};
+    made.push(o);
+    for (let n = pick(4); n > 0; n--) o[`k${pick(6)}`] = node(depth + 1);
+    return o;
+  };
+  const stride = 1 + pick(3);
+  const groups = [];
+  for (let g = 1 + pick(6); g > 0; g--) {
+    const group = [];
+    for (let i = 0; i < stride; i++) group.push(node(0));
+    groups.push(group);
+  }
+  return groups;
+}
+
+// The objects of `value` in the order a walk meets them, each named by when
+// it was first met: two values with the same layout share (and cycle)
+// alike. Numbers are compared by value: whether V8 writes one as an integer
+// or a double depends on how its array was stored, which JavaScript cannot
+// see.
+function layoutOf(value, seen = new Map(), out = []) {
+  if (value === null || typeof value !== 'object') {
+    out.push(typeof value === 'bigint' ? `${value}n` : value);
+    return out;
+  }
+  if (seen.has(value)) {
+    out.push(`ref ${seen.get(value)}`);
+    return out;
+  }
+  seen.set(value, seen.size);
+  out.push(Object.prototype.toString.call(value));
+  if (value instanceof Date) out.push(value.getTime());
+  else if (ArrayBuffer.isView(value)) out.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex'));
+  else {
+    if (Array.isArray(value)) out.push(`length ${value.length}`);
+    for (const k of Object.keys(value)) {
+      out.push(k);
+      layoutOf(value[k], seen, out);
+    }
+  }
+  out.push('end');
+  return out;
+}
+
+test('random groups with shared objects and cycles (seeded): Node reads back copies, sharing inside a group only', () => {
+  const { nodeAdvancedDecode } = require('../bench/lib/node-codec');
+  const SEED = 31;
+  const COUNT = 5000;
+  let mismatches = 0;
+  let first = null;
+  for (let s = SEED; s < SEED + COUNT; s++) {
+    const groups = randomGroups(s);
+    const frame = fast.encode(marked(0, groups));
+    const copies = copiesOf(0, groups);
+    let why = null;
+    if (frame === null) why = 'declined';
+    else {
+      const got = JSON.stringify(layoutOf(nodeAdvancedDecode(frame.subarray(4))));
+      const want = JSON.stringify(layoutOf(copies));
+      if (got !== want) why = `Node read ${got}\n  want ${want}`;
+      else if (hexOf(frame) !== hexOf(fast.encode(copies))) why = 'not the bytes of the copies';
+    }
+    if (why !== null && mismatches++ === 0) first = `seed ${s}: ${why}`;
+  }
+  assert.strictEqual(mismatches, 0, `${mismatches} of ${COUNT} differ; the first:\n${first}`);
+});
