@@ -560,6 +560,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Buffers handed over, not copied (procwire.alloc() ones without a byte copied). */
   transfer?: (ArrayBuffer | ArrayBufferView)[];
+  /** piscina's name for `transfer` (buffers only: no MessagePort); give one or the other. */
+  transferList?: (ArrayBuffer | ArrayBufferView)[];
   /** ms from run() until the task is rejected with ERR_PROCWIRE_TASK_TIMEOUT; 0: none. */
   timeout?: number;
 }
@@ -591,7 +593,7 @@ export interface PoolStats {
   workers: PoolWorkerInfo[];
   /** ms from a task's dispatch to its result. */
   runTime: PoolHistogram;
-  /** ms from run() to dispatch. */
+  /** ms from run() to dispatch, for tasks written to their worker. */
   waitTime: PoolHistogram;
   /** The share of maxWorkers' time spent with at least one task, 0..1. */
   utilization: number;
@@ -618,6 +620,8 @@ export declare class Pool<Task = any, Result = any> extends EventEmitter {
   close(options?: { force?: boolean }): Promise<void>;
   /** Rejects queued and running tasks (ERR_PROCWIRE_POOL_CLOSED) and kills the workers. */
   destroy(): Promise<void>;
+  /** `await using pool = new Pool(...)`: close() at the scope's end, as piscina's. */
+  [Symbol.asyncDispose](): Promise<void>;
   stats(): PoolStats;
   readonly queueSize: number;
   readonly completed: number;

@@ -218,3 +218,78 @@ test('after a crash streak stopped replacing workers, the first task that comple
   assert.ok(Number.isInteger(await withTimeout(p.run(null), STEP, 'a task on a good worker')));
   await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'minWorkers ready again');
 });
+
+const FAILS_AT_LOAD = path.join(__dirname, 'fixtures', 'pool-fails-at-load.js');
+
+// Two ready workers, the pids seen so far, and a file the module refuses to
+// load while it exists.
+async function twoReady(t, env) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bad = path.join(dir, 'bad');
+  const p = pool(t, { filename: FAILS_AT_LOAD, minWorkers: 2, maxWorkers: 2, env: { ...process.env, POOL_TEST_BAD: bad, ...env } });
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  const seen = new Set(p.workers.map((w) => w.pid));
+  const look = () => {
+    for (const w of p.workers) seen.add(w.pid);
+  };
+  return { p, bad, seen, look };
+}
+
+test('a worker that fails to load once while another is ready is replaced: the pool gets back to minWorkers', async (t) => {
+  const { p, bad } = await twoReady(t, { POOL_TEST_ONCE: '1' });
+  const [victim] = p.workers.map((w) => w.pid);
+  fs.writeFileSync(bad, '');
+  process.kill(victim, 'SIGKILL');
+  // Its replacement throws at load (and removes the file); the next works.
+  await until(() => !fs.existsSync(bad), STEP, 'a replacement to fail at load');
+  await until(() => p.workers.filter((w) => w.state === 'ready' && w.pid !== victim).length === 2, STEP, 'minWorkers ready again');
+  assert.ok(Number.isInteger(await withTimeout(p.run(null), STEP, 'a task')));
+});
+
+test('a module that fails to load at every start while a worker is ready stops being forked after a few tries', async (t) => {
+  const { p, bad, seen, look } = await twoReady(t, {});
+  const [victim, survivor] = p.workers.map((w) => w.pid);
+  fs.writeFileSync(bad, '');
+  process.kill(victim, 'SIGKILL');
+  await until(() => {
+    look();
+    return seen.size >= 4 && p.workers.length === 1;
+  }, STEP, 'replacements to fail at load', 1);
+  // No more come: five failed starts in a row stop the pool forking while
+  // a worker is ready, and the tasks go to that worker.
+  const end = Date.now() + 1500;
+  while (Date.now() < end) {
+    look();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.ok(seen.size <= 2 + 5, `${seen.size} workers forked`);
+  const pids = await withTimeout(Promise.all([p.run(null), p.run(null), p.run(null)]), STEP, 'tasks on the ready worker');
+  assert.deepStrictEqual(new Set(pids), new Set([survivor]));
+  const before = seen.size;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  look();
+  assert.strictEqual(seen.size, before, 'answers from the old worker do not start the forking again');
+  assert.deepStrictEqual(p.stats().failed, 0);
+});
+
+test('a fork that fails while another worker is ready fails no waiting task, and the pool forks again later', async (t) => {
+  const env = { ...process.env };
+  const p = pool(t, { minWorkers: 2, maxWorkers: 2, env });
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
+  const controller = new AbortController();
+  const long = p.run(60_000, { name: 'sleep', signal: controller.signal });
+  const busy = p.workers.find((w) => w.running === 1).pid;
+  const idle = p.workers.find((w) => w.pid !== busy).pid;
+  // A NUL byte in the environment makes the next fork() throw at once.
+  env.POOL_TEST_BROKEN = 'a\0b';
+  process.kill(idle, 'SIGKILL');
+  await until(() => p.workers.length === 1, STEP, 'the killed worker gone and its replacement not forked');
+  // A task that waits now waits for the busy worker, not for a fork.
+  const queued = p.run(null, { name: 'pid' });
+  delete env.POOL_TEST_BROKEN;
+  controller.abort();
+  await rejects(long, 'ERR_PROCWIRE_TASK_ABORTED');
+  assert.strictEqual(await withTimeout(queued, STEP, 'the queued task'), busy);
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'minWorkers ready again');
+});

@@ -169,6 +169,23 @@ test('a task queued again from a worker whose channel closed goes to another wor
   assert.ok(alive(hung), 'the task ran before the worker that hung up exited');
 });
 
+test('a task queued again because its worker\'s channel closed before it went out counts its wait once', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
+  const pid = await p.run(null, { name: 'pid' });
+  // The race (the worker's channel closes in the tick a task was given to
+  // it) cannot be timed from outside: this side closes the channel itself
+  // in that tick, before the task is written.
+  const next = p.run(null, { name: 'pid' });
+  const child = process._getActiveHandles().find((h) => h.pid === pid && h.channel);
+  assert.ok(child, 'the worker\'s ChildProcess');
+  child.channel.destroy();
+  const other = await withTimeout(next, STEP, 'the task queued again');
+  assert.notStrictEqual(other, pid, 'it ran on a new worker');
+  const { completed, failed, waitTime, runTime } = p.stats();
+  assert.deepStrictEqual({ completed, failed }, { completed: 2, failed: 0 });
+  assert.deepStrictEqual([waitTime.count, runTime.count], [2, 2]);
+});
+
 test('destroy() in the tick that gave tasks to a worker: they never leave the pool, and count as cancelled', async (t) => {
   const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
   assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
@@ -238,6 +255,35 @@ test('abort and timeout: a queued task leaves the queue, a running one sees its 
   await until(() => p.stats().running === 0, STEP, 'the aborted tasks to leave their worker');
   assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
   await rejects(p.run(1, { signal: AbortSignal.abort() }), 'ERR_PROCWIRE_TASK_ABORTED');
+});
+
+test('a task aborted in the tick it was given to a worker is taken back unsent: its handler never runs, nor is its worker told', async (t) => {
+  const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 4 });
+  const pid = await p.run(null, { name: 'pid' });
+  assert.strictEqual(await p.run(null, { name: 'runs' }), 0);
+  // Both go to the ready worker at once and wait for the tick's end to be
+  // written; the first is aborted meanwhile.
+  const controller = new AbortController();
+  const aborted = p.run(null, { name: 'count', signal: controller.signal });
+  const kept = p.run(null, { name: 'count' });
+  assert.strictEqual(p.stats().running, 2);
+  controller.abort(new Error('changed my mind'));
+  assert.strictEqual(p.stats().running, 1, 'the aborted task left its worker at once');
+  const err = await rejects(aborted, 'ERR_PROCWIRE_TASK_ABORTED');
+  assert.match(err.message, /before it was sent to its worker/);
+  assert.strictEqual(err.cause.message, 'changed my mind');
+  assert.strictEqual(await kept, 1);
+  assert.strictEqual(await p.run(null, { name: 'runs' }), 1, 'the aborted task never ran');
+  // Alone in the tick, and with the worker then free for a queued task.
+  const one = new AbortController();
+  const alone = p.run(null, { name: 'count', signal: one.signal });
+  one.abort();
+  await rejects(alone, 'ERR_PROCWIRE_TASK_ABORTED');
+  assert.strictEqual(await p.run(null, { name: 'runs' }), 1);
+  const { cancelled, failed, waitTime } = p.stats();
+  assert.deepStrictEqual({ cancelled, failed }, { cancelled: 2, failed: 0 });
+  assert.strictEqual(waitTime.count, 5, 'only tasks that went out count a wait');
+  assert.strictEqual(await p.run(null, { name: 'pid' }), pid, 'the worker was not stopped or replaced');
 });
 
 test('a running task that ignores its abort is killed after abortGracePeriod and its worker replaced', async (t) => {
@@ -330,6 +376,69 @@ test('transfer both ways: an alloc() buffer to the worker and a big result back 
   const viaMove = p.run(move(moved), { name: 'describe' });
   assert.strictEqual(moved.length, 0);
   assert.strictEqual((await viaMove).length, 1 << 20);
+});
+
+test("run(task, { transferList }), piscina's name for transfer, hands the buffers over", async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+  await p.run(null, { name: 'pid' });
+  const buf = procwire.alloc(1 << 20);
+  buf.fill(5);
+  const sent = p.run(buf, { name: 'describe', transferList: [buf] });
+  assert.strictEqual(buf.length, 0, 'handed over: detached here');
+  assert.deepStrictEqual(await sent, { length: 1 << 20, first: 5, last: 5 });
+  const plain = new ArrayBuffer(64);
+  const copied = p.run(new Uint8Array(plain), { name: 'describe', transferList: [plain] });
+  assert.strictEqual(plain.byteLength, 0, 'a buffer not from alloc() is copied once, and detached all the same');
+  assert.deepStrictEqual(await copied, { length: 64, first: 0, last: 0 });
+  const both = procwire.alloc(16);
+  await rejects(p.run(both, { transfer: [both], transferList: [both] }), 'ERR_PROCWIRE_INVALID_ARG');
+  await rejects(p.run(1, { transferList: 'x' }), 'ERR_PROCWIRE_INVALID_ARG');
+  assert.strictEqual(both.length, 16, 'a refused run() hands nothing over');
+});
+
+test('`await using` closes the pool at the end of its scope, as piscina\'s: running tasks finish first', async (t) => {
+  assert.strictEqual(typeof Pool.prototype[Symbol.asyncDispose], 'function');
+  let p;
+  let running;
+  // `await using` is not syntax on Node 20 and 22: what it does at the
+  // scope's end is to await this method.
+  {
+    p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+    running = p.run(300, { name: 'sleep' });
+    await p[Symbol.asyncDispose]();
+  }
+  assert.strictEqual(await running, 300);
+  assert.deepStrictEqual(p.workers, []);
+  await rejects(p.run(1), 'ERR_PROCWIRE_POOL_CLOSED');
+});
+
+test('a task or a result that is a proxy runs no user code in the pool: revoked, it fails its own task only', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1 });
+  const asked = [];
+  const watched = new Proxy({ a: 1, b: 2 }, {
+    get(target, key, receiver) {
+      asked.push(key);
+      return Reflect.get(target, key, receiver);
+    },
+    getOwnPropertyDescriptor(target, key) {
+      asked.push(key);
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+  });
+  const outcome = (promise) => promise.then((v) => v, (e) => e.code);
+  const watchedRun = p.run(watched, { name: 'echo' });
+  assert.ok(!asked.includes(Symbol.for('procwire.pool.moved')), 'run() asked the proxy whether it is a move() mark');
+  await withTimeout(outcome(watchedRun), STEP, 'the proxy task');
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  let revokedRun;
+  assert.doesNotThrow(() => { revokedRun = p.run(proxy, { name: 'echo' }); });
+  assert.strictEqual(await withTimeout(outcome(revokedRun), STEP, 'the revoked task'), 'ERR_PROCWIRE_UNSERIALIZABLE');
+  // A worker's result: its own task fails, the worker goes on.
+  const pid = await p.run(null, { name: 'pid' });
+  const trapped = await rejects(p.run(null, { name: 'trapped' }), 'ERR_PROCWIRE_REMOTE_ERROR');
+  assert.doesNotMatch(trapped.message, /asked for/);
+  assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
 });
 
 test('minWorkers are warm, the pool grows to maxWorkers under load and shrinks after idleTimeout', async (t) => {

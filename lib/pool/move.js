@@ -6,6 +6,9 @@
 // class, so a worker's module that loaded another copy of procwire still
 // makes marks this one knows.
 
+const { isProxy } = require('util').types;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+
 const kMoved = Symbol.for('procwire.pool.moved');
 
 // The ArrayBuffers a value holds at its top level: itself, or the views and
@@ -25,8 +28,15 @@ function move(value, transfer) {
   return { [kMoved]: true, value, transfer: transfer === undefined ? transferablesOf(value) : transfer };
 }
 
+// Whether `value` is a move() mark. Runs no user code (the pool asks this
+// of every task and a worker of every result): a proxy, even a revoked one,
+// is never a mark, and only the value's own data property is looked at, so
+// neither a getter nor a proxy on its prototype chain is asked, as
+// ../codec/separate.js reads its own mark.
 function isMoved(value) {
-  return value !== null && typeof value === 'object' && value[kMoved] === true;
+  if (value === null || typeof value !== 'object' || isProxy(value)) return false;
+  const own = ObjectGetOwnPropertyDescriptor(value, kMoved);
+  return own !== undefined && own.value === true;
 }
 
 module.exports = { move, isMoved };

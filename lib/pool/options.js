@@ -127,7 +127,13 @@ function poolSettings(options) {
 // run(task, options): the per-task options, checked.
 function runSettings(options, settings) {
   if (options === null || typeof options !== 'object') throw invalidArg('run(task, options): options must be an object');
-  const { name, signal, transfer } = options;
+  const { name, signal } = options;
+  // piscina's name for the same list; one or the other.
+  let transfer = options.transfer;
+  if (options.transferList !== undefined) {
+    if (transfer !== undefined) throw invalidArg('options.transfer and options.transferList are one list: give one of them');
+    transfer = options.transferList;
+  }
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
     throw invalidArg('options.name must be a non-empty string');
   }
@@ -135,7 +141,9 @@ function runSettings(options, settings) {
       typeof signal.addEventListener !== 'function')) {
     throw invalidArg('options.signal must be an AbortSignal');
   }
-  if (transfer !== undefined && !Array.isArray(transfer)) throw invalidArg('options.transfer must be an array');
+  if (transfer !== undefined && !Array.isArray(transfer)) {
+    throw invalidArg(`options.${options.transferList !== undefined ? 'transferList' : 'transfer'} must be an array`);
+  }
   // piscina's run() takes a module of its own per task; a pool's workers
   // have loaded one, and running it instead of the one asked for would be
   // silently wrong.
@@ -147,4 +155,13 @@ function runSettings(options, settings) {
   return { name: name === undefined ? settings.taskName : name === 'default' ? undefined : name, signal, transfer, timeout };
 }
 
-module.exports = { poolSettings, runSettings };
+// close(options) -> whether it is forced.
+function closeSettings(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) {
+    throw invalidArg('close(options): options must be an object, and its force a boolean');
+  }
+  return options.force === true;
+}
+
+module.exports = { poolSettings, runSettings, closeSettings };

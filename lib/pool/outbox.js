@@ -46,11 +46,13 @@ function closedError(channel) {
 
 class TaskOutbox {
   // sendOne(task) sends a single task and reports its own failure;
-  // unsent(tasks, err) takes tasks a closed channel refused, oldest first.
-  constructor(channel, sendOne, unsent) {
+  // unsent(tasks, err) takes tasks a closed channel refused, oldest first;
+  // sent(tasks) hears of a batch the channel took.
+  constructor(channel, sendOne, unsent, sent) {
     this.channel = channel;
     this.sendOne = sendOne;
     this.unsent = unsent;
+    this.sent = sent;
     this.tasks = [];
     this.viewBytes = 0;
     this.scheduled = false;
@@ -102,7 +104,19 @@ class TaskOutbox {
     } catch (err) {
       if (err && err.code === 'ERR_PROCWIRE_CHANNEL_CLOSED') this.unsent(tasks, err);
       else for (const t of tasks) this.sendOne(t);
+      return;
     }
+    this.sent(tasks);
+  }
+
+  // Takes a task back before it goes out (it was cancelled); whether it
+  // was here.
+  remove(task) {
+    const i = this.tasks.indexOf(task);
+    if (i === -1) return false;
+    this.tasks.splice(i, 1);
+    this.viewBytes -= viewBytesOf(task.task);
+    return true;
   }
 
   // The worker is gone: what waits is its pool's to settle, not to send.

@@ -9,24 +9,22 @@
 // made for it unless it asked for a timeout or a signal.
 
 const { EventEmitter } = require('events');
-const { makeError, invalidArg } = require('../errors');
+const { makeError } = require('../errors');
 const { batchNow } = require('./histogram');
 const { PoolStats } = require('./pool-stats');
 const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
-const { poolSettings, runSettings } = require('./options');
+const { poolSettings, runSettings, closeSettings } = require('./options');
 const { move, isMoved } = require('./move');
-const { remoteError, exitedError, startError } = require('./task-errors');
-const { kReady, kResult, kExit, kCancel, kUnsent, kHangup } = require('./symbols');
+const { CrashStreak } = require('./crash-streak');
+const { WorkerRefs } = require('./worker-refs');
+const { remoteError, exitedError, startError, cancelError } = require('./task-errors');
+const { kReady, kResult, kExit, kCancel, kUnsent, kHangup, kStarted } = require('./symbols');
 const { Task, QUEUED, RUNNING, CANCELLED, DONE, isLive, promiseOf, onTimeout, onGraceOver } = require('./task');
 
-// Workers that die before answering anything, one after another, before
-// the pool stops replacing them until the next run().
-const MAX_CRASH_STREAK = 5;
-// How long an idle pool's workers still keep the process alive.
-const UNREF_AFTER_MS = 50;
-
 const now = batchNow;
+// After fork() itself failed, how long before the pool tries again.
+const FORK_RETRY_MS = 1000;
 
 class Pool extends EventEmitter {
   #settings;
@@ -38,10 +36,9 @@ class Pool extends EventEmitter {
   #nextId = 1;
   #active = 0;           // tasks queued or held by a worker
   #startFailed = null;   // the last start failure; no respawn until run()
-  #crashStreak = 0;
+  #streak = new CrashStreak();
   #idleTimer = null;
-  #unrefTimer = null;
-  #refed = true;
+  #refs = new WorkerRefs(this.#live, () => this.#active === 0 && this.#phase === 'open');
   #closed = null;        // { promise, resolve } once close()/destroy() began
   #stats = new PoolStats();
   #pumping = false;      // #pump is handing out queued tasks
@@ -51,8 +48,8 @@ class Pool extends EventEmitter {
     super();
     this.#settings = poolSettings(options);
     this.#scheduler = new Scheduler(this.#settings.concurrentTasksPerWorker, isLive);
-    for (let i = 0; i < this.#settings.minWorkers; i++) this.#spawn();
-    this.#refAll(false);
+    for (let i = 0; i < this.#settings.minWorkers && this.#spawn(); i++);
+    this.#refs.set(false);
   }
 
   // Piscina's static move() and the same on the instance.
@@ -112,11 +109,11 @@ class Pool extends EventEmitter {
     }
     if (timeout > 0) t.timer = setTimeout(onTimeout, timeout, t);
     t.enqueuedAt = now();
-    if (this.#active++ === 0 && !this.#refed) this.#refAll(true);
+    if (this.#active++ === 0 && !this.#refs.refed) this.#refs.set(true);
     if (this.#startFailed !== null) {
       // The last worker could not start: try once more for this task.
       this.#startFailed = null;
-      this.#crashStreak = 0;
+      this.#streak.reset();
       this.#ensureWorkers();
     }
     if (slot !== null) this.#dispatch(slot, t);
@@ -144,9 +141,11 @@ class Pool extends EventEmitter {
     this.#grow();
   }
 
-  // One more worker when tasks wait, none is starting, and there is room.
+  // One more worker when tasks wait, none is starting, and there is room;
+  // after a streak of failed starts, only if no worker is ready to take them.
   #grow() {
     if (this.#phase === 'closed' || this.#startFailed !== null || this.#starting > 0) return;
+    if (this.#streak.startsStopped && this.#scheduler.slots.length > 0) return;
     if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
@@ -154,8 +153,8 @@ class Pool extends EventEmitter {
   // finishing anything; tasks that wait get a worker either way.
   #ensureWorkers() {
     if (this.#phase === 'closed' || this.#startFailed !== null) return;
-    if (this.#phase === 'open' && this.#crashStreak < MAX_CRASH_STREAK) {
-      while (this.#workerCount() < this.#settings.minWorkers) this.#spawn();
+    if (this.#phase === 'open' && !this.#streak.stopped) {
+      while (this.#workerCount() < this.#settings.minWorkers && this.#spawn());
     }
     if (this.#scheduler.queue.size > 0) this.#grow();
   }
@@ -167,21 +166,30 @@ class Pool extends EventEmitter {
     return this.#live.size - this.#leaving.size;
   }
 
+  // Forks a worker; false when fork() itself failed.
   #spawn() {
     let slot;
     try {
       slot = new WorkerSlot(this, this.#settings.spawn);
     } catch (err) {
-      // fork() itself failed (no memory, too many processes): the tasks
-      // that wait learn it now rather than waiting for a worker.
+      // fork() itself failed (no memory, too many processes). With a ready
+      // worker the tasks go on there, and the pool tries again a little
+      // later (./crash-streak.js bounds how often); without one, the tasks
+      // that wait learn it now.
+      if (this.#scheduler.slots.length > 0) {
+        this.#streak.startFailed();
+        setTimeout(() => this.#ensureWorkers(), FORK_RETRY_MS).unref();
+        return false;
+      }
       const failed = makeError('ERR_PROCWIRE_POOL_WORKER_START', `could not fork a pool worker: ${err.message}`, err);
       this.#startFailed = failed;
       process.nextTick(() => this.#failQueued(failed));
-      return;
+      return false;
     }
     this.#live.add(slot);
     this.#starting++;
-    if (!this.#refed) slot.setRef(false);
+    this.#refs.adopt(slot);
+    return true;
   }
 
   #dispatch(slot, t) {
@@ -189,9 +197,15 @@ class Pool extends EventEmitter {
     t.slot = slot;
     const at = now();
     t.startedAt = at;
-    this.#stats.waitTime.record(at - t.enqueuedAt);
     if (slot.load === 0) slot.busySince = at;
     slot.send(t);
+  }
+
+  // The task was written to its worker's channel: its wait is over. Counted
+  // here, not at dispatch, so a task queued again (its worker's channel
+  // closed before it went out) counts once, from its last dispatch.
+  [kStarted](t) {
+    this.#stats.waitTime.record(t.startedAt - t.enqueuedAt);
   }
 
   // Tasks a worker's channel did not take were not run. A closed channel
@@ -263,7 +277,7 @@ class Pool extends EventEmitter {
   // A task left the pool entirely (settled and out of its worker).
   #taskGone() {
     if (--this.#active === 0) {
-      if (this.#phase === 'open') this.#idleSoon();
+      if (this.#phase === 'open') this.#refs.idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
     }
   }
@@ -271,6 +285,7 @@ class Pool extends EventEmitter {
   [kReady](slot) {
     this.#starting--;
     if (this.#phase === 'closed') return;
+    if (this.#streak.started()) this.#ensureWorkers();
     this.#scheduler.addSlot(slot);
     slot.idleSince = now();
     this.#pump();
@@ -287,22 +302,16 @@ class Pool extends EventEmitter {
     if (this.#phase === 'closed') return;
     this.#scheduler.removeSlot(slot);
     this.#leaving.add(slot);
-    this.#crashStreak = slot.completed === 0 ? this.#crashStreak + 1 : 0;
+    this.#streak.ended(slot);
     this.#ensureWorkers();
   }
 
   [kResult](slot, t, ok, value) {
     const at = now();
-    if (slot.load === 0) {
-      slot.busyMs += at - slot.busySince;
-      slot.idleSince = at;
-    }
-    if (this.#crashStreak !== 0) {
-      // A worker answered: the streak is over, and workers it stopped the
-      // pool from replacing are forked again to keep minWorkers.
-      this.#crashStreak = 0;
-      this.#ensureWorkers();
-    }
+    slot.freedAt(at);
+    // A worker answered: a crash streak is over, and workers it stopped
+    // the pool from replacing are forked again to keep minWorkers.
+    if (this.#streak.answered()) this.#ensureWorkers();
     if (t.state === RUNNING) {
       this.#stats.runTime.record(at - t.startedAt);
       slot.completed++;
@@ -330,29 +339,35 @@ class Pool extends EventEmitter {
       this.#finish(t);
       this.#scheduler.queue.removed();
       this.#stats.cancelled++;
-      t.reject(this.#cancelError(code, reason, false));
+      t.reject(cancelError(code, reason, 'queued'));
       if (this.#scheduler.queue.size === 0) this.#drained();
       this.#taskGone();
       return;
     }
     if (t.state !== RUNNING) return;
-    // Rejected now; the worker is asked to stop, and killed if it has not
-    // answered within the grace period.
     const slot = t.slot;
     this.#finish(t);
+    this.#stats.cancelled++;
+    if (slot.takeBack(t)) {
+      // Aborted in the tick it was given to its worker: it had not gone
+      // out yet, and never will, so the worker neither runs it nor is told.
+      // (A timeout cannot come this early: the tick's tasks go out at its
+      // microtask checkpoint, before any timer runs.)
+      t.reject(cancelError(code, reason, 'unsent'));
+      slot.freedAt(now());
+      if (this.#scheduler.queue.size > 0) this.#pump();
+      this.#taskGone();
+      if (this.#drainOwed && !this.needsDrain) this.#drained();
+      return;
+    }
+    // Rejected now; the worker is asked to stop, and killed if it has not
+    // answered within the grace period.
     t.state = CANCELLED;
     slot.stopping++;
-    this.#stats.cancelled++;
-    t.reject(this.#cancelError(code, reason, true));
+    t.reject(cancelError(code, reason, 'running'));
     slot.abort(t);
     t.timer = setTimeout(onGraceOver, this.#settings.abortGracePeriod, t);
     t.timer.unref();
-  }
-
-  #cancelError(code, reason, running) {
-    const where = running ? 'while it ran (its worker was asked to stop)' : 'while it waited in the queue';
-    const what = code === 'ERR_PROCWIRE_TASK_TIMEOUT' ? 'timed out' : 'was aborted';
-    return makeError(code, `the task ${what} ${where}`, reason);
   }
 
   [kExit](slot, wasReady) {
@@ -372,10 +387,17 @@ class Pool extends EventEmitter {
       this.#active--;
     }
     if (!wasReady && this.#phase !== 'closed') {
-      const err = startError(slot);
-      // Tasks wait for a worker that cannot start: they get its error, and
-      // no new worker is forked until the next run().
-      if (this.#scheduler.slots.length === 0 && this.#starting === 0) {
+      if (this.#scheduler.slots.length > 0) {
+        // Another worker is ready: this start failed alone (a fork or a
+        // load that fails now and then). It is replaced at once, and counts
+        // in a streak of failed starts, so a module that fails at every
+        // start stops being forked (./crash-streak.js).
+        this.#streak.startFailed();
+        this.#ensureWorkers();
+      } else if (this.#starting === 0) {
+        // Tasks wait for a worker that cannot start: they get its error,
+        // and no new worker is forked until the next run().
+        const err = startError(slot);
         this.#startFailed = err;
         this.#failQueued(err);
       }
@@ -383,26 +405,19 @@ class Pool extends EventEmitter {
       // A replacement. Workers that die before finishing anything, again
       // and again, are not replaced to keep minWorkers up (that would be a
       // fork loop); tasks still waiting always get one.
-      this.#crashStreak = slot.completed === 0 ? this.#crashStreak + 1 : 0;
+      this.#streak.ended(slot);
       this.#ensureWorkers();
     }
-    if (this.#active === 0 && this.#phase === 'open') this.#idleSoon();
+    if (this.#active === 0 && this.#phase === 'open') this.#refs.idleSoon();
     if (this.#phase === 'closing' && this.#active === 0) this.#shutdown();
     if (this.#phase !== 'open' && this.#live.size === 0 && this.#closed !== null) this.#closed.resolve();
     else if (this.#phase === 'open' && this.#scheduler.queue.size > 0) this.#pump();
   }
 
   #failQueued(err) {
-    const tasks = this.#scheduler.queue.takeAll();
-    for (const t of tasks) {
-      this.#finish(t);
-      this.#stats.failed++;
-      t.reject(err);
-    }
-    this.#active -= tasks.length;
-    if (tasks.length > 0) this.#drained();
+    if (this.#rejectQueued(() => err, false) > 0) this.#drained();
     if (this.#active === 0) {
-      if (this.#phase === 'open') this.#idleSoon();
+      if (this.#phase === 'open') this.#refs.idleSoon();
       if (this.#phase === 'closing') this.#shutdown();
     }
   }
@@ -418,74 +433,50 @@ class Pool extends EventEmitter {
   #sweepIdle() {
     this.#idleTimer = null;
     if (this.#phase !== 'open') return;
-    const limit = now() - this.#settings.idleTimeout;
-    let extra = this.#workerCount() - this.#settings.minWorkers;
-    for (const slot of [...this.#scheduler.slots]) {
-      if (extra <= 0) break;
-      if (slot.load === 0 && slot.idleSince <= limit) {
-        this.#scheduler.removeSlot(slot);
-        slot.killedFor = 'idle';
-        this.#leaving.add(slot);
-        slot.retire();
-        extra--;
-      }
+    const { idleTimeout, minWorkers } = this.#settings;
+    for (const slot of this.#scheduler.takeIdle(now() - idleTimeout, this.#workerCount() - minWorkers)) {
+      slot.killedFor = 'idle';
+      this.#leaving.add(slot);
+      slot.retire();
     }
     if (this.#workerCount() > this.#settings.minWorkers) this.#armIdle();
-  }
-
-  #refAll(on) {
-    this.#refed = on;
-    for (const slot of this.#live) slot.setRef(on);
-  }
-
-  // The pool has no task: its workers stop keeping this process alive
-  // after a short while, not at once, so back-to-back single tasks do not
-  // pay six ref()/unref() calls each. The one timer is re-armed, not made.
-  #idleSoon() {
-    if (!this.#refed) return;
-    if (this.#unrefTimer === null) {
-      this.#unrefTimer = setTimeout(() => {
-        if (this.#active === 0 && this.#phase === 'open') this.#refAll(false);
-      }, UNREF_AFTER_MS);
-      this.#unrefTimer.unref();
-    } else {
-      this.#unrefTimer.refresh();
-    }
   }
 
   // close(): no new task; what is queued and running finishes (with
   // { force: true }, as piscina's, what is queued is rejected instead); then
   // every worker is told to exit. Resolves once all have.
   close(options) {
-    let force = false;
-    if (options !== undefined) {
-      if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) {
-        return Promise.reject(invalidArg('close(options): options must be an object, and its force a boolean'));
-      }
-      force = options.force === true;
+    let force;
+    try {
+      force = closeSettings(options);
+    } catch (err) {
+      return Promise.reject(err);
     }
     if (this.#closed === null) {
       this.#beginEnd();
       this.#phase = 'closing';
       // Until every worker has exited, they keep this process alive, so
       // code after `await pool.close()` runs.
-      this.#refAll(true);
+      this.#refs.set(true);
     }
     if (this.#phase !== 'closing') return this.#closed.promise;
-    if (force) this.#takeBackQueued('the pool was closed before the task ran');
+    if (force) this.#rejectQueued(() => makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was closed before the task ran'), true);
     if (this.#active === 0) this.#shutdown();
     return this.#closed.promise;
   }
 
-  // Queued tasks leave without running: rejected, counted as cancelled.
-  #takeBackQueued(why) {
-    const queued = this.#scheduler.queue.takeAll();
-    for (const t of queued) {
+  // Queued tasks leave without running, rejected with errorOf() and counted
+  // as cancelled (taken back) or failed (no worker could start) -> how many.
+  #rejectQueued(errorOf, cancelled) {
+    const tasks = this.#scheduler.queue.takeAll();
+    for (const t of tasks) {
       this.#finish(t);
-      this.#stats.cancelled++;
-      t.reject(makeError('ERR_PROCWIRE_POOL_CLOSED', why));
+      t.reject(errorOf());
     }
-    this.#active -= queued.length;
+    if (cancelled) this.#stats.cancelled += tasks.length;
+    else this.#stats.failed += tasks.length;
+    this.#active -= tasks.length;
+    return tasks.length;
   }
 
   // destroy(): every queued and running task is rejected
@@ -494,8 +485,8 @@ class Pool extends EventEmitter {
     if (this.#closed === null) this.#beginEnd();
     if (this.#phase === 'closed') return this.#closed.promise;
     this.#phase = 'closed';
-    this.#takeBackQueued('the pool was destroyed before the task ran');
-    this.#refAll(true);
+    this.#rejectQueued(() => makeError('ERR_PROCWIRE_POOL_CLOSED', 'the pool was destroyed before the task ran'), true);
+    this.#refs.set(true);
     for (const slot of [...this.#live]) {
       slot.recallUnsent();
       slot.kill('destroy');
@@ -512,7 +503,7 @@ class Pool extends EventEmitter {
       clearTimeout(this.#idleTimer);
       this.#idleTimer = null;
     }
-    if (this.#unrefTimer !== null) clearTimeout(this.#unrefTimer);
+    this.#refs.stop();
   }
 
   #shutdown() {
@@ -526,6 +517,12 @@ class Pool extends EventEmitter {
 
   stats() {
     return this.#stats.summary(this.#live, this.#scheduler.queue.size, this.workers, this.#settings.maxWorkers);
+  }
+
+  // `await using pool = new Pool(...)`: close() at the scope's end, as
+  // piscina's pool does (queued and running tasks finish first).
+  [Symbol.asyncDispose]() {
+    return this.close();
   }
 }
 

@@ -122,6 +122,18 @@ class Scheduler {
     this.slots.push(slot);
   }
 
+  // Up to `count` ready workers with no task, idle since `limit` or
+  // before, taken out (those ready longest first).
+  takeIdle(limit, count) {
+    const out = [];
+    for (let i = 0; i < this.slots.length && out.length < count;) {
+      const slot = this.slots[i];
+      if (slot.load === 0 && slot.idleSince <= limit) out.push(this.slots.splice(i, 1)[0]);
+      else i++;
+    }
+    return out;
+  }
+
   removeSlot(slot) {
     const i = this.slots.indexOf(slot);
     if (i !== -1) this.slots.splice(i, 1);

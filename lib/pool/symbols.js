@@ -9,4 +9,5 @@ module.exports = {
   kCancel: Symbol('procwire.pool.cancel'),
   kUnsent: Symbol('procwire.pool.unsent'),
   kHangup: Symbol('procwire.pool.hangup'),
+  kStarted: Symbol('procwire.pool.started'),
 };

@@ -1,6 +1,7 @@
 'use strict';
-// The errors a pool task is rejected with when its worker failed it: the
-// handler's own error, the worker's death, a module that could not load.
+// The errors a pool task is rejected with when its worker failed it (the
+// handler's own error, the worker's death, a module that could not load)
+// or it was cancelled.
 // Each carries what the pool knows of the worker (pid, exit code or signal,
 // the tail of its stderr), as docs/pool.md and docs/errors.md say.
 
@@ -54,4 +55,16 @@ function startError(slot) {
   return makeError('ERR_PROCWIRE_POOL_WORKER_START', message, cause, details);
 }
 
-module.exports = { remoteError, exitedError, startError };
+// A task aborted or timed out: where it was then ('queued', 'unsent': given
+// to a worker in that tick but not written yet, or 'running').
+const WHERE = {
+  queued: 'while it waited in the queue',
+  unsent: 'before it was sent to its worker',
+  running: 'while it ran (its worker was asked to stop)',
+};
+function cancelError(code, reason, where) {
+  const what = code === 'ERR_PROCWIRE_TASK_TIMEOUT' ? 'timed out' : 'was aborted';
+  return makeError(code, `the task ${what} ${WHERE[where]}`, reason);
+}
+
+module.exports = { remoteError, exitedError, startError, cancelError };

@@ -9,7 +9,7 @@ const path = require('path');
 const { fork } = require('../fork');
 const { makeError } = require('../errors');
 const { TaskOutbox, BATCH, closedError } = require('./outbox');
-const { kReady, kResult, kExit, kUnsent, kHangup } = require('./symbols');
+const { kReady, kResult, kExit, kUnsent, kHangup, kStarted } = require('./symbols');
 const { TaskTable } = require('./task-table');
 
 const RUNTIME = path.join(__dirname, 'worker-runtime.js');
@@ -75,7 +75,8 @@ class WorkerSlot {
       process.on('exit', killUnexited);
     }
     this.channel = this.child.channel;
-    this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err));
+    this.outbox = new TaskOutbox(this.channel, (task) => this.sendOne(task), (tasks, err) => this.unsent(tasks, err),
+      (tasks) => this.sent(tasks));
     this.child.on('message', (m) => this.onMessage(m));
     this.child.on('error', () => { /* a failed kill or spawn: its exit reports it */ });
     this.child.on('disconnect', () => this.onDisconnect());
@@ -172,7 +173,30 @@ class WorkerSlot {
       else this.channel.send(message, { transfer: task.transfer });
     } catch (err) {
       this.unsent([task], err);
+      return;
     }
+    this.pool[kStarted](task);
+  }
+
+  // Tasks the channel took, as one message.
+  sent(tasks) {
+    for (const task of tasks) this.pool[kStarted](task);
+  }
+
+  // A task cancelled in the tick it was given here, still in the outbox:
+  // taken back unsent (whether it was there).
+  takeBack(task) {
+    if (!this.outbox.remove(task)) return false;
+    this.tasks.delete(task.id);
+    this.load--;
+    return true;
+  }
+
+  // A task left this worker: with none left, its busy time ends at `at`.
+  freedAt(at) {
+    if (this.load !== 0) return;
+    this.busyMs += at - this.busySince;
+    this.idleSince = at;
   }
 
   // Tasks the channel refused are not this worker's any more: the pool
@@ -195,11 +219,9 @@ class WorkerSlot {
   }
 
   // Asks the worker to abort a running task (its handler's signal fires).
+  // The task has gone out: one still in the outbox is taken back instead.
   abort(task) {
     if (this.state === DEAD || this.channel === null || !this.child.connected) return;
-    // The task may still wait in the outbox: it goes first, so the abort
-    // finds it running.
-    this.outbox.flush();
     try {
       this.channel.send(task.id);
     } catch {

@@ -80,8 +80,11 @@ async function pools(): Promise<void> {
   const big = new SubpathPool<Buffer, Buffer>({ filename: new URL('file:///work/big.js') });
   const back: Buffer = await big.run(move(procwire.alloc(1 << 20)));
   const alsoMoved = SubpathPool.move(Buffer.alloc(4));
+  const listed = procwire.alloc(16);
+  const viaList: Buffer = await big.run(listed, { transferList: [listed] });
   await big.close({ force: true });
   await big.destroy();
-  void [sum, p99, back, alsoMoved, missing, limits, module];
+  const disposed: Promise<void> = big[Symbol.asyncDispose]();
+  void [sum, p99, back, alsoMoved, missing, limits, module, viaList, disposed];
 }
 void pools;

@@ -1,6 +1,7 @@
 // Wrong usages that index.d.ts must refuse: each line below is expected to be
 // a type error; test/types.test.js fails if any of them compiles.
 import * as procwire from 'procwire';
+import { MessageChannel } from 'worker_threads';
 
 // @ts-expect-error Channel is made by fork/listen/connect, not by users.
 new procwire.Channel();
@@ -29,5 +30,7 @@ procwire.connect({ port: 1 }, { secret: 42 });
 void code;
 // @ts-expect-error a Pool<Task> takes only its task type.
 new procwire.Pool<{ a: number }, number>({ filename: 'x.js' }).run('text');
+// @ts-expect-error transferList holds buffers, not a worker thread's MessagePort.
+new procwire.Pool({ filename: 'x.js' }).run(1, { transferList: [new MessageChannel().port1] });
 // @ts-expect-error a Pool needs its worker's filename.
 new procwire.Pool({ maxWorkers: 2 });
