@@ -438,6 +438,8 @@ test('a task or a result that is a proxy runs no user code in the pool: revoked,
   const pid = await p.run(null, { name: 'pid' });
   const trapped = await rejects(p.run(null, { name: 'trapped' }), 'ERR_PROCWIRE_REMOTE_ERROR');
   assert.doesNotMatch(trapped.message, /asked for/);
+  const revoked = await rejects(p.run(null, { name: 'revoked' }), 'ERR_PROCWIRE_REMOTE_ERROR');
+  assert.match(revoked.message, /revoked/);
   assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
 });
 

@@ -157,6 +157,7 @@ function runTask(id, task, name) {
   // AbortController costs about 3 us on Node 20, ten times a small task.
   let controller;
   let result;
+  let thenable;
   try {
     if (fn.length >= 2) {
       controller = new AbortController();
@@ -164,11 +165,14 @@ function runTask(id, task, name) {
     } else {
       result = fn(task);
     }
+    // Asking for `then` may throw (a revoked proxy, a throwing getter), as
+    // it would for `await`: the task fails with that, not the worker.
+    thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
   } catch (err) {
     fail(id, err);
     return;
   }
-  if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+  if (thenable) {
     const pending = new Pending(id, controller);
     if (controller !== undefined) abortable.add(pending);
     result.then((v) => pending.resolved(v), (e) => pending.rejected(e));
