@@ -1,17 +1,21 @@
 'use strict';
 // procwire: fast, safe message channels between Node.js processes.
 
-// First, so that lib/fork.js and what it loads (most of lib/index.js's own
-// requires) come from the parent's start bundle when it is current (see
-// lib/start-bundle.js); lib/require-parent.js too, required below.
+// First, so that lib/fork.js and what it loads come from the parent's start
+// bundle when it is current (see lib/start-bundle.js). This file's other
+// modules are taken through parentRequire() too: lib/fork.js has loaded
+// them, and a relative require() of each would still resolve it (stat()s,
+// a package.json read for a directory) for what is in require.cache
+// already. When the bundle is not used, parentRequire() is require() of the
+// same file.
 const { parentRequire } = require('./start-bundle');
 const { fork, getParent } = parentRequire('lib/fork.js');
-parentRequire('lib/require-parent.js');
-const codec = require('./codec');
-const { Channel } = require('./channel');
-const errors = require('./errors');
-const { binding } = require('./native');
-const { validateSize, invalidArg } = require('./validate');
+const { requireParent, noteNullParent } = parentRequire('lib/require-parent.js');
+const codec = parentRequire('lib/codec/index.js');
+const { Channel } = parentRequire('lib/channel.js');
+const errors = parentRequire('lib/errors.js');
+const { binding, native } = parentRequire('lib/native.js');
+const { validateSize, invalidArg } = parentRequire('lib/validate.js');
 
 // A Buffer over a shared-memory segment: sent with { transfer: [buf] } to a
 // procwire peer, it moves without a byte copied.
@@ -73,14 +77,14 @@ module.exports = {
     return errors.classes;
   },
   codes: Object.keys(errors.CODES),
-  native: require('./native').native,
+  native,
   getParent,
-  requireParent: require('./require-parent').requireParent,
+  requireParent,
   // Read when asked, not at require time: only a procwire child has one, and
   // making it starts reading the channel.
   get parent() {
     const parent = getParent();
-    if (parent === null) require('./require-parent').noteNullParent();
+    if (parent === null) noteNullParent();
     return parent;
   },
   // Node's cluster module, its primary forking through procwire.fork. Read

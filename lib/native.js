@@ -54,7 +54,11 @@ function loadNative() {
   const explicit = process.env.PROCWIRE_ADDON;
   if (explicit) {
     try {
-      return { binding: require(explicit), file: explicit };
+      // An absolute path to the addon is loaded as a found candidate is;
+      // anything else (a relative path, a name without .node) is resolved
+      // by require().
+      const direct = explicit.startsWith('/') && explicit.endsWith('.node');
+      return { binding: direct ? loadAddon(explicit) : require(explicit), file: explicit };
     } catch (err) {
       throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
         `PROCWIRE_ADDON=${explicit} could not be loaded: ${err.message}`, err);

@@ -114,9 +114,12 @@ function install() {
       // Node's own channel: Node's fork serves instead.
       try {
         // lib/fork.js and what it loads come from the parent's start bundle
-        // when it is current (see lib/start-bundle.js).
-        procwireFork = require('./start-bundle').parentRequire('lib/fork.js').fork;
-        nativeAddon = require('./native').native === true;
+        // when it is current (see lib/start-bundle.js); lib/native.js, which
+        // lib/fork.js has loaded, is taken the same way rather than resolved
+        // again.
+        const { parentRequire } = require('./start-bundle');
+        procwireFork = parentRequire('lib/fork.js').fork;
+        nativeAddon = parentRequire('lib/native.js').native === true;
       } catch (err) {
         nativeAddon = false;
         reason = `procwire did not load (${err && err.message})`;

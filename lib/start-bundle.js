@@ -19,8 +19,9 @@
 // prebuilds/start/, which `npm pack` makes (its prepack script) and the
 // package ships, and build/, which `npm run build` makes in a checkout.
 // A bundle is current when every file it holds is, byte for byte, its copy
-// in the bundle (at the place its manifest, <name>.json beside it, records),
-// checked once per process; a bundle that is not current is not used, and
+// (at the place its manifest, <name>.json beside it, records: in the
+// parent's bundle, which holds the copies of both, so that a parent reads
+// one bundle to check them), checked once per process; a bundle that is not current is not used, and
 // the files load the ordinary way. So a package whose lib/ was patched after
 // it was installed (patch-package) never runs the bundle's older copy.
 // PROCWIRE_START_BUNDLE=0 in a process's environment (the child's, for the
@@ -40,8 +41,13 @@
 // from.
 
 const fs = require('fs');
-const Module = require('module');
 const vm = require('vm');
+// Node's Module class, which made this module: the one require('module')
+// returns. A process's first require() of a builtin makes that builtin's
+// ES module facade, which for 'module' cost a native child 0.1-0.2 ms of its
+// start; where this file was loaded by another loader (a test runner's own
+// module registry), its module object is not a Module, and require() is used.
+const Module = typeof module.constructor.createRequire === 'function' ? module.constructor : require('module');
 
 // The package's directory. Paths here are joined by hand rather than with
 // path.join() and path.dirname(): the package runs on Linux only (its
@@ -73,29 +79,64 @@ function sourceBytes(file) {
 
 const NAMES = ['child-start', 'parent-start'];
 
-// A bundle's bytes and the places of its sources' copies in them, from its
-// manifest ({ size: the bundle's, sources: { 'lib/x.js': [offset of its
-// copy in the bundle, length], ... } }), or null when either is missing or
-// they do not fit.
+// A bundle's manifest, read: { size: the bundle's, sources: { 'lib/x.js':
+// [offset, length] of its copy, ... }, and, for the child's, copiesIn: {
+// name, hash }, the bundle that holds its sources' copies (the parent's,
+// named by its header's hash, so that it is the one of the same build) },
+// with the bundle's bytes when it holds its own copies; null when either is
+// missing or they do not fit. A bundle whose copies are in another is only
+// stat()ed: a parent need not read the child's bundle to check it.
 function readBundle(files) {
   try {
     const manifest = JSON.parse(fs.readFileSync(files.manifest, 'utf8'));
-    const bytes = fs.readFileSync(files.bundle);
     const sources = Object.entries(manifest.sources ?? {});
-    const wellFormed = ([, place]) => Array.isArray(place) && place.every((n) => Number.isSafeInteger(n) && n >= 0);
-    if (bytes.length !== manifest.size || sources.length === 0 || !sources.every(wellFormed)) return null;
-    return { bytes, sources };
+    const wellFormed = ([, place]) => Array.isArray(place) && place.length === 2 &&
+      place.every((n) => Number.isSafeInteger(n) && n >= 0);
+    if (sources.length === 0 || !sources.every(wellFormed)) return null;
+    const { copiesIn } = manifest;
+    if (copiesIn !== undefined) {
+      if (!NAMES.includes(copiesIn?.name) || typeof copiesIn.hash !== 'string') return null;
+      const size = fs.statSync(files.bundle, { throwIfNoEntry: false })?.size;
+      return size === manifest.size ? { bytes: undefined, sources, copiesIn } : null;
+    }
+    const bytes = fs.readFileSync(files.bundle);
+    return bytes.length === manifest.size ? { bytes, sources, copiesIn } : null;
   } catch {
     return null;
   }
 }
 
+// The bytes that hold a read bundle's copies: its own, or those of the
+// bundle its manifest names when that one is of the same build (its hash);
+// null otherwise.
+function copiesOf(bundle, read) {
+  if (bundle.copiesIn === undefined) return bundle.bytes;
+  const holder = read[bundle.copiesIn.name];
+  if (holder === null || holder.bytes === undefined) return null;
+  const header = HEADER.exec(holder.bytes.toString('latin1', 0, 64));
+  return header !== null && header[1] === bundle.copiesIn.hash ? holder.bytes : null;
+}
+
+// Whether every file of entries ([['lib/x.js', [offset, length]], ...]) is
+// now, byte for byte, its copy in bytes. sources: the files read so far, by
+// name (null for one that cannot be read), shared by both bundles' checks.
+function sameAsFiles(entries, bytes, sources) {
+  for (const [file, [offset, length]] of entries) {
+    if (!sources.has(file)) sources.set(file, sourceBytes(file));
+    const source = sources.get(file);
+    if (source === null || source.length !== length || offset + length > bytes.length ||
+      source.compare(bytes, offset, offset + length) !== 0) return false;
+  }
+  return true;
+}
+
 // Which bundles of each place are current, once per process.
 const checkedPlaces = new Map();
 
-// Checks both bundles in where; returns, per name, the bundle's bytes when
-// it holds every file its manifest names exactly as that file is now, else
-// null.
+// Checks both bundles in where; returns, per name, null when the bundle is
+// not current, else { bytes: the bundle's, when the check read them }. A
+// bundle is current when every file its manifest names is, byte for byte,
+// its copy (in the parent's bundle, which holds the copies of both).
 //
 // Why contents, rather than the sizes and modification times compared
 // before the package shipped bundles: npm sets every file it unpacks to one
@@ -110,24 +151,20 @@ const checkedPlaces = new Map();
 // fork instead would read them again (0.9 ms) or keep them until then. The
 // whole check took 2.4 ms where the sizes and times took 1.1 (Node 20,
 // medians of 21 fresh processes), 0.3 of it reading the parent's bundle,
-// which compiling it reads anyway.
+// which compiling it reads anyway; reading the child's bundle too, when it
+// held its own copies, was 0.3 ms more.
 function checkPlace(where) {
   // A place that is not there (build/ in an installed copy, prebuilds/start/
   // in a checkout) costs one access(), not a thrown error per manifest.
   const there = fs.existsSync(LOCATIONS[where]);
+  const read = {};
+  for (const name of NAMES) read[name] = there ? readBundle(bundleFiles(name, where)) : null;
   const found = {};
   const sources = new Map();
   for (const name of NAMES) {
-    const bundle = there ? readBundle(bundleFiles(name, where)) : null;
-    found[name] = bundle === null ? null : bundle.bytes;
-    for (const [file, [offset, length]] of bundle === null ? [] : bundle.sources) {
-      if (!sources.has(file)) sources.set(file, sourceBytes(file));
-      const source = sources.get(file);
-      if (source === null || source.length !== length || !source.equals(bundle.bytes.subarray(offset, offset + length))) {
-        found[name] = null;
-        break;
-      }
-    }
+    const bundle = read[name];
+    const copies = bundle === null ? null : copiesOf(bundle, read);
+    found[name] = copies !== null && sameAsFiles(bundle.sources, copies, sources) ? { bytes: bundle.bytes } : null;
   }
   checkedPlaces.set(where, { 'child-start': found['child-start'] !== null, 'parent-start': found['parent-start'] !== null });
   return found;
@@ -151,8 +188,8 @@ function findBundle(name, env = process.env) {
       if (checkedPlaces.get(where)[name]) return { where, bytes: null };
       continue;
     }
-    const bytes = checkPlace(where)[name];
-    if (bytes !== null) return { where, bytes };
+    const found = checkPlace(where)[name];
+    if (found !== null) return { where, bytes: found.bytes ?? null };
   }
   return null;
 }
@@ -198,13 +235,13 @@ function readCache(file) {
 }
 
 // A bundle begins with `// sources <hash> <length>`; its first <length>
-// bytes are what is compiled: an object literal { 'lib/x.js': [function
-// (exports, require, module, __filename, __dirname) { source }, { request:
-// 'lib/y.js', ... }], ... }, each source with its lines that are only
-// comments emptied (its other lines where they are in the file), and each
-// file's relative requests that name another bundled file resolved when it
-// was made. The sources themselves follow, byte for byte, for the check
-// above, and are neither decoded nor compiled here. Returns the sources, the
+// bytes are what is compiled: an object literal in parentheses, ({
+// 'lib/x.js': [function (exports, require, module, __filename, __dirname) {
+// source }, { request: 'lib/y.js', ... }], ... }), each source with its
+// lines that are only comments emptied (its other lines where they are in
+// the file), and each file's relative requests that name another bundled
+// file resolved when it was made. The sources themselves follow, byte for
+// byte, for the check above, and are neither decoded nor compiled here. Returns the sources, the
 // compiled script (whose code cache the build writes), the cache file for
 // this process and whether V8 took it. bytes: the bundle's, when the caller
 // has read them already.
@@ -214,7 +251,10 @@ function compileBundle(name, where = 'build', bytes = undefined) {
   const header = HEADER.exec(bytes.toString('latin1', 0, 64));
   if (header === null) throw new Error(`${bundle} is not a start bundle`);
   const file = cacheFile(dir, name, header[1]);
-  const script = new vm.Script(`(${bytes.toString('utf8', 0, Number(header[2]))}\n)`, { filename: bundle, cachedData: readCache(file) });
+  // The text is compiled as it is read: the parentheses are the bundle's
+  // own, because wrapping it here would make V8 copy the whole text (over
+  // 128 KB) once more to flatten the concatenation.
+  const script = new vm.Script(bytes.toString('utf8', 0, Number(header[2])), { filename: bundle, cachedData: readCache(file) });
   return { sources: script.runInThisContext(), script, cacheFile: file, cacheUsed: script.cachedDataRejected === false };
 }
 

@@ -117,10 +117,13 @@ test('a child whose bundle went away after its parent found it current starts wi
   t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
   fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
   fs.mkdirSync(path.join(copy, 'build', 'Release'), { recursive: true });
-  // The copies of lib/ and of the bundle are what the bundle was made from,
-  // so the copy's bundle is current.
-  fs.copyFileSync(startBundle.BUNDLE, path.join(copy, 'build', path.basename(startBundle.BUNDLE)));
-  fs.copyFileSync(startBundle.MANIFEST, path.join(copy, 'build', path.basename(startBundle.MANIFEST)));
+  // The copies of lib/ and of the bundles are what the bundles were made
+  // from, so the copy's child bundle is current (its sources' copies are in
+  // the parent's bundle).
+  for (const name of ['child-start', 'parent-start']) {
+    const { bundle, manifest } = startBundle.bundleFiles(name);
+    for (const f of [bundle, manifest]) fs.copyFileSync(f, path.join(copy, 'build', path.basename(f)));
+  }
   fs.copyFileSync(addonFile, path.join(copy, 'build', 'Release', 'procwire.node'));
   // The child answers with how it started: from the bundle or from lib/.
   fs.writeFileSync(path.join(copy, 'child.js'), `const start = require.cache[${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))}];
@@ -145,7 +148,8 @@ test('a child whose bundle went away after its parent found it current starts wi
 
 // A bundle is current only while every file it holds is byte for byte what
 // it was made from: an edit that keeps a file's size (a patched constant)
-// makes both bundles not current, as does a bundle that is not all there.
+// makes both bundles not current, as does a bundle that is not all there,
+// or a child's bundle beside a parent's of another build.
 // Run on a copy of lib/ and build/'s bundles, so this checkout's stay.
 test('a bundle whose file changed, even keeping its size, is not current', { timeout: 60_000 }, (t) => {
   if (startBundle.currentBundle() === null || startBundle.currentBundle('parent-start') === null) {
@@ -174,6 +178,14 @@ test('a bundle whose file changed, even keeping its size, is not current', { tim
   assert.deepStrictEqual(current(), [false, false], 'lib/errors.js changed, its size kept');
   fs.writeFileSync(errors, text, 'latin1');
   assert.deepStrictEqual(current(), [true, true], 'lib/errors.js as it was');
+  // The child's sources' copies are in the parent's bundle of its own build
+  // only: a child's manifest that names another is not current.
+  const childManifest = path.join(copy, 'build', 'child-start.json');
+  const manifestText = fs.readFileSync(childManifest, 'utf8');
+  const { hash } = JSON.parse(manifestText).copiesIn;
+  fs.writeFileSync(childManifest, manifestText.replace(hash, '0'.repeat(hash.length)));
+  assert.deepStrictEqual(current(), [false, true], 'a child bundle of another build than the parent\'s');
+  fs.writeFileSync(childManifest, manifestText);
   fs.truncateSync(path.join(copy, 'build', 'child-start-bundle.js'), 1000);
   assert.deepStrictEqual(current(), [false, true], 'a cut child bundle');
 });
