@@ -20,12 +20,12 @@ const ID_HEADER = 'Procwire-Id';
 const CALLER_HEADER = 'Procwire-Caller';
 const PUBLISH_TIMEOUT = 5000;
 const MAX_BACKOFF = 1000;
-// How long a worker's pull for requests waits at the server before it
-// expires and is made again. Short, because a pull the server dropped
-// unanswered (one sent while several workers were making the shared
-// consumer on a cluster, or through a server that died) is noticed only
-// when it should have expired: with the clients' default of 30 s, that
-// worker idled for 30 s while the others took every request.
+// How long a pull (a worker's for requests, a caller's for replies) waits
+// at the server before it expires and is made again. Short, because a pull
+// the server dropped unanswered (one sent while several workers were
+// making the shared consumer on a cluster, or through a server that died)
+// is noticed only when it should have expired: with the clients' default
+// of 30 s, that worker idled for 30 s while the others took every request.
 const PULL_EXPIRES = 5000;
 // Pulls one worker keeps open at once; a further pull asks for at least
 // its concurrency / MAX_PULLS requests, so that under load pulls are few
@@ -186,11 +186,13 @@ class DurableHandleBase {
   // Runs `each` over the consumer's messages, at most `limit` at once,
   // pulling again after the iterator ends (a consumer whose server went
   // away) until the handle closes. (The caller's replies; a worker pulls
-  // its own way.)
+  // its own way.) Its pulls expire as a worker's do: a pull lost with a
+  // server that died held up the caller's replies until the client noticed,
+  // up to 30 s later.
   async _consume(consumer, limit, each) {
     while (!this._closed) {
       try {
-        this._messages = await consumer.consume({ max_messages: limit });
+        this._messages = await consumer.consume({ max_messages: limit, expires: PULL_EXPIRES });
         if (this._closed) this._stopConsuming();
         for await (const m of this._messages) {
           await each(m);
