@@ -43,6 +43,10 @@ function nak(m) {
   try { m.nak(); } catch { /* connection gone: redelivered after ackWait */ }
 }
 
+function stop(messages) {
+  try { messages.stop(); } catch { /* stopped */ }
+}
+
 class DurableHandleBase {
   constructor(link, settings, options) {
     this._link = link;
@@ -371,9 +375,7 @@ class WorkerHandle extends DurableHandleBase {
   }
 
   _stopConsuming() {
-    for (const messages of this._fetches) {
-      try { messages.stop(); } catch { /* stopped */ }
-    }
+    for (const messages of this._fetches) stop(messages);
     this._fetches.clear();
   }
 
@@ -424,6 +426,9 @@ class WorkerHandle extends DurableHandleBase {
       }
       this._pullFailures = 0;
     } catch (err) {
+      // A pull that failed part-way is stopped, not left subscribed: what
+      // the server still sends for it is redelivered after ackWait.
+      if (messages !== null) stop(messages);
       if (!this._closed) await this._pullFailed(err);
     } finally {
       if (messages !== null) this._fetches.delete(messages);
