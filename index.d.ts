@@ -274,7 +274,7 @@ export interface DurableNatsOptions extends NatsOptions {
   duplicateWindow?: number;
   /** ms after which an unread request or reply leaves the stream (default 3600000). */
   maxAge?: number;
-  /** listen only: requests one worker runs at once (default 16). */
+  /** listen only: requests one worker takes from the queue and runs at once; it asks for no more (default 16). */
   concurrency?: number;
   /** listen only: requests out at all workers at once, unacked (default 1024). */
   maxAckPending?: number;

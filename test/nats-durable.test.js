@@ -105,6 +105,35 @@ function tests() {
     }
   }
 
+  // A responder for each of several workers that holds every request until
+  // `total` run at once across them all: one worker runs fewer, so the
+  // total is reached only if the requests are spread over the workers. The
+  // hold ends at the latest `ms` after the first request came, so a test
+  // that fails does so by its assertions on `answered` (request indexes per
+  // worker), not by hanging.
+  function heldTogether(total, ms) {
+    let running = 0;
+    let release;
+    const released = new Promise((resolve) => { release = resolve; });
+    let deadline = null;
+    const answered = [];
+    const responder = (k) => {
+      answered[k] = [];
+      return (w) => {
+        w.on('error', () => {});
+        w.respond(async (v) => {
+          answered[k].push(v.i);
+          if (deadline === null) deadline = setTimeout(() => release(false), ms);
+          if (++running === total) release(true);
+          await released;
+          return v.i;
+        });
+      };
+    };
+    const done = () => { clearTimeout(deadline); release(false); };
+    return { responder, answered, released, running: () => running, done };
+  }
+
   describe('durable NATS channels on one JetStream server', { skip, timeout: 120_000 }, () => {
     let js;
     before(async () => { js = await startJetStreamCluster(1); });
@@ -233,6 +262,41 @@ function tests() {
       server.close();
       other.close();
     });
+
+    // A worker asks the queue for no more requests than it has free slots:
+    // what it cannot run yet stays in the queue, for the next worker to come
+    // (before, it pulled as many again, which sat unrun in its client until
+    // a slot freed, and no other worker could have them).
+    for (const natsClient of CLIENTS) {
+      it(`a worker holds at most \`concurrency\` requests; the rest wait in the queue for other workers (${natsClient})`, { timeout: 60_000 }, async () => {
+        const s = subject();
+        const concurrency = 4;
+        const total = 2 * concurrency;
+        // A long ack wait: no request moves to another worker by timing out.
+        const options = { subject: s, durable: true, concurrency, ackWait: 60_000, natsClient };
+        const held = heldTogether(total, 20_000);
+        try {
+          const a = listen(js.urls[0], options, held.responder(0));
+          await a.ready;
+          const ch = await connect(js.urls[0], { subject: s, durable: true, natsClient });
+          const replies = Promise.all(Array.from({ length: total }, (_, i) => ch.request({ i }, { timeout: 50_000 })));
+          await until(() => held.running() === concurrency, 20_000, 'worker A to run its first requests');
+          const b = listen(js.urls[0], options, held.responder(1));
+          await b.ready;
+          const together = await held.released;
+          assert.deepStrictEqual(await replies, Array.from({ length: total }, (_, i) => i));
+          assert.deepStrictEqual(held.answered.map((xs) => xs.length), [concurrency, concurrency],
+            `requests answered by A and by B: A held more than it ran (all ${total} running at once: ${together})`);
+          const [as, bs] = [a, b].map((w) => [...w.channels][0].stats());
+          assert.strictEqual(as.redeliveries + bs.redeliveries, 0);
+          ch.close();
+          a.close();
+          b.close();
+        } finally {
+          held.done();
+        }
+      });
+    }
   });
 
   describe('durable NATS channels on a 3-server JetStream cluster', { skip, timeout: 180_000 }, () => {
@@ -264,6 +328,34 @@ function tests() {
       assert.strictEqual(bs.redeliveries, 20);
       assert.strictEqual(ch.stats().duplicatesSuppressed, 0);
       ch.close();
+    });
+
+    // The fault run's start: four workers, each on its own server, start at
+    // once, and all four make the shared consumer. On nats-server 2.9 the
+    // pulls some of them sent while it was being made were dropped, unanswered:
+    // those workers got no request until their client noticed, 30 s later,
+    // and the others took every request meanwhile. Each request here waits
+    // until all run at once, which needs every worker to take its share.
+    it('spreads requests over workers that started together', { timeout: 90_000 }, async () => {
+      const s = subject();
+      const concurrency = 4;
+      const workers = 4;
+      const total = workers * concurrency;
+      const held = heldTogether(total, 20_000);
+      try {
+        const servers = Array.from({ length: workers }, (_, k) => listen(js.urls[k % 3],
+          { subject: s, durable: true, concurrency, ackWait: 60_000, servers: js.urls }, held.responder(k)));
+        await Promise.all(servers.map((w) => w.ready));
+        const ch = await connect(js.urls[0], { subject: s, durable: true, servers: js.urls.slice(1) });
+        const replies = await Promise.all(Array.from({ length: total }, (_, i) => ch.request({ i }, { timeout: 60_000 })));
+        assert.deepStrictEqual(replies, Array.from({ length: total }, (_, i) => i));
+        assert.deepStrictEqual(held.answered.map((xs) => xs.length), Array(workers).fill(concurrency),
+          'requests answered by each worker');
+        ch.close();
+        for (const w of servers) w.close();
+      } finally {
+        held.done();
+      }
     });
 
     // A worker stopped (SIGSTOP) while it holds a request sends no progress

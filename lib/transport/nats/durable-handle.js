@@ -20,11 +20,32 @@ const ID_HEADER = 'Procwire-Id';
 const CALLER_HEADER = 'Procwire-Caller';
 const PUBLISH_TIMEOUT = 5000;
 const MAX_BACKOFF = 1000;
+// How long a pull (a worker's for requests, a caller's for replies) waits
+// at the server before it expires and is made again. Short, because a pull
+// the server dropped unanswered (one sent while several workers were
+// making the shared consumer on a cluster, or through a server that died)
+// is noticed only when it should have expired: with the clients' default
+// of 30 s, that worker idled for 30 s while the others took every request.
+const PULL_EXPIRES = 5000;
+// Pulls one worker keeps open at once; a further pull asks for at least
+// its concurrency / MAX_PULLS requests, so that under load pulls are few
+// and large.
+const MAX_PULLS = 4;
+// Pull failures that need no word to the user: the pull is made again.
+const TRANSIENT_PULL = /heartbeats? missed|leadership|exceeded|no responders|timeout|closed|draining|disconnect/i;
 // Ids of answered requests a caller remembers, to tell a duplicate reply
 // from one for a request that timed out.
 const REMEMBERED_ANSWERS = 1 << 16;
 
 const sleep = (ms) => new Promise((r) => { setTimeout(r, ms).unref(); });
+
+function nak(m) {
+  try { m.nak(); } catch { /* connection gone: redelivered after ackWait */ }
+}
+
+function stop(messages) {
+  try { messages.stop(); } catch { /* stopped */ }
+}
 
 class DurableHandleBase {
   constructor(link, settings, options) {
@@ -168,11 +189,14 @@ class DurableHandleBase {
 
   // Runs `each` over the consumer's messages, at most `limit` at once,
   // pulling again after the iterator ends (a consumer whose server went
-  // away) until the handle closes.
+  // away) until the handle closes. (The caller's replies; a worker pulls
+  // its own way.) Its pulls expire as a worker's do: a pull lost with a
+  // server that died held up the caller's replies until the client noticed,
+  // up to 30 s later.
   async _consume(consumer, limit, each) {
     while (!this._closed) {
       try {
-        this._messages = await consumer.consume({ max_messages: limit });
+        this._messages = await consumer.consume({ max_messages: limit, expires: PULL_EXPIRES });
         if (this._closed) this._stopConsuming();
         for await (const m of this._messages) {
           await each(m);
@@ -269,23 +293,33 @@ class WorkerHandle extends DurableHandleBase {
     super(link, settings, options);
     this._inbound = new Map();     // local id -> { m, caller, msgId, timer }
     this._nextInbound = 1;
+    this._held = [];               // requests that came while reading was stopped
+    this._requested = 0;           // requests asked for by open pulls, not yet come
+    this._pulls = 0;               // pulls open
+    this._fetches = new Set();     // their message iterators, to stop on close
+    this._pullFailures = 0;        // pulls failed in a row
     this._slotWaiter = null;
   }
 
+  // The worker asks the shared consumer for requests only for the slots it
+  // has free (its concurrency less what it runs, holds and has asked for
+  // already). The JetStream clients' consume() asks for more as requests
+  // come, not as they finish, so a busy worker held about as many again as
+  // it ran, unrun and without progress acks, which no other worker could
+  // have; and its pulls are open 30 s, a dropped one noticed only then.
   start(consumer) {
-    const limit = this._settings.concurrency;
-    this._consume(consumer, limit, async (m) => {
-      while (!this._closed && (this._inbound.size >= limit || !this._reading || this._cb === null)) {
-        await new Promise((r) => { this._slotWaiter = r; setTimeout(r, 100).unref(); });
-      }
-      if (this._closed) return;
-      this._take(m);
-    });
+    this._pullLoop(consumer);
+  }
+
+  attach(callbacks) {
+    super.attach(callbacks);
+    this._runHeld();
+    return this;
   }
 
   readStart() {
     super.readStart();
-    this._wake();
+    this._runHeld();
   }
 
   writeRequest() {
@@ -332,11 +366,98 @@ class WorkerHandle extends DurableHandleBase {
     // Requests taken but not answered go back to the queue at once.
     for (const entry of this._inbound.values()) {
       clearInterval(entry.timer);
-      try { entry.m.nak(); } catch { /* connection gone: redelivered after ackWait */ }
+      nak(entry.m);
     }
     this._inbound.clear();
+    for (const m of this._held.splice(0)) nak(m);
     super.close();
     this._wake();
+  }
+
+  _stopConsuming() {
+    for (const messages of this._fetches) stop(messages);
+    this._fetches.clear();
+  }
+
+  // How many requests to ask for now: none while reading is stopped or
+  // MAX_PULLS are open; else every free slot, once there is one and no
+  // pull is open, or a quarter of the slots.
+  _wanted() {
+    if (this._closed || !this._reading || this._cb === null || this._pulls >= MAX_PULLS) return 0;
+    const limit = this._settings.concurrency;
+    const free = limit - this._inbound.size - this._held.length - this._requested;
+    const least = this._pulls === 0 ? 1 : Math.ceil(limit / MAX_PULLS);
+    return free >= least ? free : 0;
+  }
+
+  async _pullLoop(consumer) {
+    while (!this._closed) {
+      const n = this._wanted();
+      if (n > 0) {
+        this._pull(consumer, n);
+      } else {
+        // Woken by every change that can free a slot; the timer only
+        // bounds what a missed wake-up would cost.
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, 1000).unref();
+          this._slotWaiter = () => { clearTimeout(timer); resolve(); };
+        });
+      }
+    }
+  }
+
+  // One pull of `n` requests, each handed to the responder as it comes. The
+  // slots it did not fill are free again once it ends: filled, expired, or
+  // failed (a dropped pull, a server gone), then after a pause that grows
+  // while pulls keep failing.
+  async _pull(consumer, n) {
+    this._requested += n;
+    this._pulls++;
+    let left = n;
+    let messages = null;
+    try {
+      messages = await consumer.fetch({ max_messages: n, expires: PULL_EXPIRES });
+      this._fetches.add(messages);
+      if (this._closed) messages.stop();
+      for await (const m of messages) {
+        left--;
+        this._requested--;
+        this._arrived(m);
+      }
+      this._pullFailures = 0;
+    } catch (err) {
+      // A pull that failed part-way is stopped, not left subscribed: what
+      // the server still sends for it is redelivered after ackWait.
+      if (messages !== null) stop(messages);
+      if (!this._closed) await this._pullFailed(err);
+    } finally {
+      if (messages !== null) this._fetches.delete(messages);
+      this._requested -= left;
+      this._pulls--;
+      this._wake();
+    }
+  }
+
+  async _pullFailed(err) {
+    this._pullFailures++;
+    if (this._pullFailures === 1 && this._cb !== null && !TRANSIENT_PULL.test(String(err && err.message))) {
+      this._cb.onerror(makeError('ERR_PROCWIRE_NATS', `JetStream pull failed: ${err.message}`, err));
+    }
+    await sleep(Math.min(MAX_BACKOFF, 25 * 2 ** Math.min(this._pullFailures - 1, 6)));
+  }
+
+  _runHeld() {
+    while (this._reading && !this._closed && this._cb !== null && this._held.length > 0) this._take(this._held.shift());
+    this._wake();
+  }
+
+  // A request the worker asked for: run now, or held until reading starts
+  // again (it fills a slot meanwhile), or back to the queue if the worker
+  // has closed.
+  _arrived(m) {
+    if (this._closed) nak(m);
+    else if (!this._reading || this._cb === null) this._held.push(m);
+    else this._take(m);
   }
 
   _wake() {
