@@ -443,6 +443,24 @@ test('a task or a result that is a proxy runs no user code in the pool: revoked,
   assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
 });
 
+test('a handler that returns an odd thenable or throws an odd value fails or settles its own task once, as await would; the worker goes on', async (t) => {
+  const p = pool(t, { minWorkers: 1, maxWorkers: 1, concurrentTasksPerWorker: 8 });
+  const pid = await p.run(null, { name: 'pid' });
+  // Running beside them the whole time: a worker crash would take it.
+  const beside = p.run(300, { name: 'sleep' });
+  const thrown = await rejects(p.run(null, { name: 'thenThrows' }), 'ERR_PROCWIRE_REMOTE_ERROR');
+  assert.match(thrown.message, /then threw/);
+  assert.strictEqual(await p.run(null, { name: 'thenTwice' }), 'first');
+  for (const name of ['throwsBare', 'throwsRevoked']) {
+    const err = await rejects(p.run(null, { name }), 'ERR_PROCWIRE_REMOTE_ERROR');
+    assert.match(err.message, /cannot be described/, name);
+  }
+  await withTimeout(beside, STEP, 'the task beside them');
+  assert.strictEqual(await p.run(null, { name: 'pid' }), pid);
+  const { completed, failed } = p.stats();
+  assert.deepStrictEqual({ completed, failed }, { completed: 4, failed: 3 });
+});
+
 test('minWorkers are warm, the pool grows to maxWorkers under load and shrinks after idleTimeout', async (t) => {
   const p = pool(t, { minWorkers: 1, maxWorkers: 3, idleTimeout: 150 });
   await until(() => p.workers.some((w) => w.state === 'ready'), STEP, 'the warm worker');

@@ -18,6 +18,14 @@ const { retriesOf, requestWithRetries } = require('./request-retry');
 // A thrown object that is not an Error gives what it has of them (a pool
 // task may throw { message, code }); anything else is the message.
 function serializeError(err) {
+  try {
+    return describeError(err);
+  } catch {
+    return { name: 'Error', message: 'a thrown value that cannot be described (no prototype, or a revoked proxy)' };
+  }
+}
+
+function describeError(err) {
   if (err instanceof Error) {
     return { name: err.name, message: err.message, code: err.code, stack: err.stack };
   }

@@ -36,7 +36,7 @@ class Pool extends EventEmitter {
   #nextId = 1;
   #active = 0;           // tasks queued or held by a worker
   #startFailed = null;   // the last start failure; no respawn until run()
-  #streak = new CrashStreak();
+  #streak = new CrashStreak(() => this.#ensureWorkers());
   #idleTimer = null;
   #refs = new WorkerRefs(this.#live, () => this.#active === 0 && this.#phase === 'open');
   #closed = null;        // { promise, resolve } once close()/destroy() began
@@ -145,7 +145,7 @@ class Pool extends EventEmitter {
   // after a streak of failed starts, only if no worker is ready to take them.
   #grow() {
     if (this.#phase === 'closed' || this.#startFailed !== null || this.#starting > 0) return;
-    if (this.#streak.startsStopped && this.#scheduler.slots.length > 0) return;
+    if (this.#streak.startsPaused && this.#scheduler.slots.length > 0) return;
     if (this.#workerCount() < this.#settings.maxWorkers && this.#scheduler.queue.size > 0) this.#spawn();
   }
 
@@ -177,8 +177,7 @@ class Pool extends EventEmitter {
       // later (./crash-streak.js bounds how often); without one, the tasks
       // that wait learn it now.
       if (this.#scheduler.slots.length > 0) {
-        this.#streak.startFailed();
-        setTimeout(() => this.#ensureWorkers(), FORK_RETRY_MS).unref();
+        this.#streak.retryIn(Math.max(FORK_RETRY_MS, this.#streak.startFailed()));
         return false;
       }
       const failed = makeError('ERR_PROCWIRE_POOL_WORKER_START', `could not fork a pool worker: ${err.message}`, err);
@@ -387,14 +386,13 @@ class Pool extends EventEmitter {
       this.#active--;
     }
     if (!wasReady && this.#phase !== 'closed') {
-      if (this.#scheduler.slots.length > 0) {
-        // Another worker is ready: this start failed alone (a fork or a
-        // load that fails now and then). It is replaced at once, and counts
-        // in a streak of failed starts, so a module that fails at every
-        // start stops being forked (./crash-streak.js).
-        this.#streak.startFailed();
-        this.#ensureWorkers();
-      } else if (this.#starting === 0) {
+      if (this.#scheduler.slots.length > 0 || this.#starting > 0) {
+        // Another worker is ready, or may still be: this start failed alone
+        // (a fork or a load that fails now and then). It is replaced, and
+        // counts in a streak of failed starts, so a module that fails at
+        // every start is forked less and less often (./crash-streak.js).
+        this.#streak.retryIn(this.#streak.startFailed());
+      } else {
         // Tasks wait for a worker that cannot start: they get its error,
         // and no new worker is forked until the next run().
         const err = startError(slot);
@@ -503,6 +501,7 @@ class Pool extends EventEmitter {
       clearTimeout(this.#idleTimer);
       this.#idleTimer = null;
     }
+    this.#streak.cancelRetry();
     this.#refs.stop();
   }
 

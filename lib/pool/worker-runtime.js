@@ -123,19 +123,26 @@ function runBatch(message) {
   }
 }
 
-// An async task settled: it is no longer abortable, and its answer goes out.
+// An async task settled: it is no longer abortable, and its answer goes out,
+// once: a thenable that is not a promise may call both of its callbacks, or
+// one of them twice, or throw after calling one.
 class Pending {
   constructor(id, controller) {
     this.id = id;
     this.controller = controller;
+    this.settled = false;
   }
 
   resolved(value) {
+    if (this.settled) return;
+    this.settled = true;
     if (this.controller !== undefined) abortable.delete(this.id);
     reply(this.id, value);
   }
 
   rejected(err) {
+    if (this.settled) return;
+    this.settled = true;
     if (this.controller !== undefined) abortable.delete(this.id);
     fail(this.id, err);
   }
@@ -157,7 +164,7 @@ function runTask(id, task, name) {
   // AbortController costs about 3 us on Node 20, ten times a small task.
   let controller;
   let result;
-  let thenable;
+  let then;
   try {
     if (fn.length >= 2) {
       controller = new AbortController();
@@ -165,17 +172,22 @@ function runTask(id, task, name) {
     } else {
       result = fn(task);
     }
-    // Asking for `then` may throw (a revoked proxy, a throwing getter), as
-    // it would for `await`: the task fails with that, not the worker.
-    thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
+    // `then` is read once, as `await` reads it, and may throw (a revoked
+    // proxy, a getter): the task fails with that, not the worker.
+    then = result !== null && typeof result === 'object' ? result.then : undefined;
   } catch (err) {
     fail(id, err);
     return;
   }
-  if (thenable) {
+  if (typeof then === 'function') {
     const pending = new Pending(id, controller);
     if (controller !== undefined) abortable.add(pending);
-    result.then((v) => pending.resolved(v), (e) => pending.rejected(e));
+    try {
+      then.call(result, (v) => pending.resolved(v), (e) => pending.rejected(e));
+    } catch (err) {
+      // A `then` that throws rejects, as it would under `await`.
+      pending.rejected(err);
+    }
     return;
   }
   reply(id, result);

@@ -69,6 +69,14 @@ class WorkerSlot {
       stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
     });
     this.pid = this.child.pid;
+    if (this.pid === undefined) {
+      // spawn() failed without throwing (EAGAIN under ulimit -u, ENOENT): Node
+      // reports that with an 'error' event and never an 'exit', so the pool
+      // would wait for this worker for ever. It is a failed fork instead.
+      this.child.on('error', () => {});
+      if (this.child.connected) this.child.disconnect();
+      throw makeError('ERR_PROCWIRE_POOL_WORKER_START', 'spawn() failed (see the ChildProcess error event: EAGAIN, ENOENT, ...)');
+    }
     unexited.add(this);
     if (!killAtExit) {
       killAtExit = true;
