@@ -223,16 +223,21 @@ function manifestText(size, sources, extra) {
 function writeBundle(name, where, bytes, text) {
   const { bundleFiles } = require('../lib/start-bundle');
   const { dir, bundle, manifest } = bundleFiles(name, where);
-  const unchanged = readOrNull(bundle)?.equals(bytes) === true && readOrNull(manifest)?.toString() === text;
-  if (!unchanged) {
-    fs.mkdirSync(dir, { recursive: true });
+  const sameCode = readOrNull(bundle)?.equals(bytes) === true;
+  const sameManifest = readOrNull(manifest)?.toString() === text;
+  fs.mkdirSync(dir, { recursive: true });
+  // A code cache belongs to the bundle's code: it goes when that changes,
+  // not when only the manifest does (the child's names the parent bundle's
+  // hash, which changes with any file only the parent's bundle holds), or
+  // every Node line's cache but the building one's would be lost for nothing.
+  if (!sameCode) {
     for (const f of fs.readdirSync(dir)) {
       if (f.startsWith(`${name}-`) && f.endsWith('.cache')) fs.rmSync(path.join(dir, f));
     }
     fs.writeFileSync(bundle, bytes);
-    fs.writeFileSync(manifest, text);
   }
-  return unchanged;
+  if (!sameManifest) fs.writeFileSync(manifest, text);
+  return sameCode && sameManifest;
 }
 
 // Writes both bundles into where; returns, per bundle, whether it was there
