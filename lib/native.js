@@ -54,11 +54,12 @@ function loadNative() {
   const explicit = process.env.PROCWIRE_ADDON;
   if (explicit) {
     try {
-      // An absolute path to the addon is loaded as a found candidate is;
-      // anything else (a relative path, a name without .node) is resolved
+      // A path to a .node file is loaded as a found candidate is, a
+      // relative one from the current directory (as a user who sets it in a
+      // shell means it); anything else (a name without .node) is resolved
       // by require().
-      const direct = explicit.startsWith('/') && explicit.endsWith('.node');
-      return { binding: direct ? loadAddon(explicit) : require(explicit), file: explicit };
+      const file = explicit.endsWith('.node') ? path.resolve(explicit) : null;
+      return { binding: file !== null ? loadAddon(file) : require(explicit), file: file ?? explicit };
     } catch (err) {
       throw makeError('ERR_PROCWIRE_NATIVE_UNAVAILABLE',
         `PROCWIRE_ADDON=${explicit} could not be loaded: ${err.message}`, err);
