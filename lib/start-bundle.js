@@ -47,7 +47,8 @@ const vm = require('vm');
 // ES module facade, which for 'module' cost a native child 0.1-0.2 ms of its
 // start; where this file was loaded by another loader (a test runner's own
 // module registry), its module object is not a Module, and require() is used.
-const Module = typeof module.constructor.createRequire === 'function' ? module.constructor : require('module');
+const ownLoader = typeof module.constructor.createRequire === 'function';
+const Module = ownLoader ? module.constructor : require('module');
 
 // The package's directory. Paths here are joined by hand rather than with
 // path.join() and path.dirname(): the package runs on Linux only (its
@@ -339,7 +340,12 @@ function compiledParentBundle() {
     // the parent's holds; compiling that for the few files left (lib/fork.js,
     // for its require('procwire')) would cost it more than loading them.
     const childFromBundle = childStarted.cacheFile !== null;
-    const found = childFromBundle ? null : findBundle('parent-start');
+    // Under another loader (jest's module registry), which runs each test
+    // file's modules in a context of its own, the bundle's code would run in
+    // Node's main context instead (vm.Script.runInThisContext), so procwire's
+    // errors and objects would not be the test's Error and Object: its
+    // files load through that loader, as any package's do.
+    const found = childFromBundle || !ownLoader ? null : findBundle('parent-start');
     if (found !== null) {
       try {
         parentBundle = compileBundle('parent-start', found.where, found.bytes ?? undefined);

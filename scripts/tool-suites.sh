@@ -16,7 +16,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-pins="jest-worker@30.5.1 workerpool@10.0.3 tinypool@2.2.0 mocha@11.8.0 vitest@4.1.12"
+pins="jest-worker@30.5.1 workerpool@10.0.3 tinypool@2.2.0 mocha@11.8.0 vitest@4.1.12 jest@30.5.1"
 deps="$root/.test-deps"
 if [ "$(cat "$deps/.installed" 2>/dev/null)" != "$pins" ]; then
   mkdir -p "$deps"
