@@ -16,6 +16,8 @@ const fast = require('../lib/codec/advanced-fast');
 const { separateElements } = require('../lib/codec/separate');
 const { namedPair } = require('./helpers/pair');
 const { withTimeout } = require('./helpers/wait');
+// The differential run's seeded generator, the same on every Node line.
+const { prng } = require('./helpers/codec-differential');
 
 function hexOf(bytes) {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
@@ -170,16 +172,6 @@ test('the mark is read without user code: a revoked proxy keeps its coded error,
   assert.ok(codec.advanced.encode(array).length > 4);
   assert.ok(!asked.some((k) => typeof k === 'symbol' && String(k).includes('separate')), asked.map(String).join());
 });
-
-// mulberry32: a small seeded generator, the same on every Node line.
-function prng(state) {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Groups of random values for seed `s` whose objects are shared at random:
 // inside a group, across groups, and in cycles (a value that takes an

@@ -170,4 +170,4 @@ function run(count, seed, encode = procwireEncode, keep = 5) {
   return { mismatches, first };
 }
 
-module.exports = { build, outcome, run };
+module.exports = { build, outcome, run, prng };
