@@ -393,6 +393,15 @@ test("run(task, { transferList }), piscina's name for transfer, hands the buffer
   const both = procwire.alloc(16);
   await rejects(p.run(both, { transfer: [both], transferList: [both] }), 'ERR_PROCWIRE_INVALID_ARG');
   await rejects(p.run(1, { transferList: 'x' }), 'ERR_PROCWIRE_INVALID_ARG');
+  // A piscina user's MessagePort: refused under the name the caller used,
+  // with why, and nothing else in the list is handed over.
+  const { port1 } = new MessageChannel();
+  t.after(() => port1.close());
+  const kept = procwire.alloc(16);
+  const err = await p.run(kept, { transferList: [kept, port1] }).then(() => null, (e) => e);
+  assert.strictEqual(err?.code, 'ERR_PROCWIRE_INVALID_ARG');
+  assert.match(err.message, /^options\.transferList holds only .*MessagePort/);
+  assert.strictEqual(kept.length, 16);
   assert.strictEqual(both.length, 16, 'a refused run() hands nothing over');
 });
 

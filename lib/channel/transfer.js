@@ -26,8 +26,9 @@ function mayBePooled(ab) {
 // Buffer pool, is shared with other Buffers, so it is left out of the list
 // and its bytes are copied as for any other message; detaching it would
 // empty unrelated Buffers and break every later Buffer.allocUnsafe.
-function transferList(list) {
-  if (!Array.isArray(list)) throw invalidArg('options.transfer must be an array');
+// `what` names the list in errors, as the caller's user wrote it.
+function transferList(list, what = 'options.transfer') {
+  if (!Array.isArray(list)) throw invalidArg(`${what} must be an array`);
   const out = [];
   for (const item of list) {
     let ab;
@@ -37,7 +38,9 @@ function transferList(list) {
       ab = item.buffer;
       if (item.byteOffset !== 0 || item.byteLength !== ab.byteLength) continue;
     } else {
-      throw invalidArg('options.transfer holds only ArrayBuffers, Buffers and typed arrays');
+      throw invalidArg(`${what} holds only ArrayBuffers, Buffers and typed arrays` +
+        (typeof MessagePort === 'function' && item instanceof MessagePort
+          ? ': a MessagePort belongs to one process and cannot be handed to another' : ''));
     }
     if (mayBePooled(ab)) continue;
     if (!out.includes(ab)) out.push(ab);

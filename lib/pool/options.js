@@ -6,6 +6,7 @@ const os = require('os');
 const path = require('path');
 const url = require('url');
 const { invalidArg, validateSize } = require('../validate');
+const { transferList } = require('../channel/transfer');
 
 const MAX_TIMEOUT = 2 ** 31 - 1;  // setTimeout's limit
 const MAX_WORKERS = 1024;
@@ -141,8 +142,10 @@ function runSettings(options, settings) {
       typeof signal.addEventListener !== 'function')) {
     throw invalidArg('options.signal must be an AbortSignal');
   }
-  if (transfer !== undefined && !Array.isArray(transfer)) {
-    throw invalidArg(`options.${options.transferList !== undefined ? 'transferList' : 'transfer'} must be an array`);
+  // Checked here, under the name the caller used (piscina's users pass
+  // transferList), rather than by the channel when the task is written.
+  if (transfer !== undefined) {
+    transfer = transferList(transfer, options.transferList !== undefined ? 'options.transferList' : 'options.transfer');
   }
   // piscina's run() takes a module of its own per task; a pool's workers
   // have loaded one, and running it instead of the one asked for would be
