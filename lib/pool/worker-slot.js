@@ -8,7 +8,7 @@
 const path = require('path');
 const { fork } = require('../fork');
 const { makeError } = require('../errors');
-const { TaskOutbox, BATCH, closedError } = require('./outbox');
+const { TaskOutbox, BATCH, TASK_SEGMENTS, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent, kHangup, kStarted } = require('./symbols');
 const { TaskTable } = require('./task-table');
 
@@ -23,18 +23,6 @@ const RETIRE_KILL_MS = 5000;
 // A worker that closed its channel before it was ready (its module failed
 // to load, and said why) gets this long to exit by itself before SIGKILL.
 const UNSTARTED_KILL_MS = 500;
-// Recycled shared-memory segments a worker's channel may hold for the tasks
-// it sends (a channel's own default is 16; the bytes bound, 256 MiB, stays
-// the channel's). A worker hands a segment back only once the task's Buffer
-// over it is garbage-collected, and its V8 collects such Buffers about once
-// per 64 MiB of them (its external-memory limit), however small its heap.
-// With 16 segments, a stream of 1 MiB tasks ran out after 16 tasks and the
-// rest each took a fresh sealed segment (memfd_create, page faults on every
-// page, map and unmap in the worker): about 500 us a task, three times a
-// warm copy. 256 covers the tasks from the out-of-line threshold (256 KiB)
-// up, each segment being one descriptor in this process while it exists
-// (idle ones are dropped after the channel's segmentPoolIdleTimeout).
-const TASK_SEGMENTS = 256;
 
 // Every worker of this process's pools that has not exited. When the
 // process exits they are killed, as a thread pool's threads end with it: a
