@@ -253,6 +253,14 @@ let parentChannel;
 // keeps the process alive only while 'message' or 'disconnect' listeners (or
 // requests) exist.
 function getParent() {
+  return openParent(undefined);
+}
+
+// getParent() for lib/pool/worker-runtime.js, which opens the channel first
+// in a pool's worker and gives it settings of its own (`settings`: channel
+// options, or undefined). A later call gets the same channel whatever it
+// passes.
+function openParent(settings) {
   if (parentChannel !== undefined) return parentChannel;
   const fdText = process.env.PROCWIRE_CHANNEL_FD;
   if (fdText === undefined || !isMainThread()) {
@@ -269,9 +277,10 @@ function getParent() {
   }
   binding.setBlocking(fd, false);
   parentChannel = new Channel(fd, {
-    __proto__: null, serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid }, segments: true,
+    __proto__: null, ...settings, serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid },
+    segments: true,
   });
   return parentChannel;
 }
 
-module.exports = { fork, getParent };
+module.exports = { fork, getParent, openParent };
