@@ -312,6 +312,11 @@ function ship() {
   const run = (node, args) => process.stdout.write(childProcess.execFileSync(node, [__filename, ...args], { env, encoding: 'utf8', timeout: 120_000 }));
   run(nodes[0], ['--bundles', 'shipped']);
   for (const node of nodes) run(node, ['--caches', 'shipped']);
+  // The processes above may have stamped the place (lib/start-bundle.js):
+  // a stamp names this machine's inodes and times, which no installed copy
+  // has, so it stays out of the package.
+  const { dir } = require('../lib/start-bundle').bundleFiles('parent-start', 'shipped');
+  fs.rmSync(path.join(dir, require('../lib/start-bundle').STAMP), { force: true });
 }
 
 // Traces the start paths and writes both bundles into where.
