@@ -200,9 +200,14 @@ function writeStamp(where, seen, checkedAt) {
     fs.writeFileSync(partial, JSON.stringify({ files }));
     fs.renameSync(partial, stamp);
   } catch {
-    // A read-only place, or one that went away: its processes check the
-    // contents every time.
-    fs.rmSync(partial, { force: true });
+    // A read-only place, one that went away, or a process the permission
+    // model lets only read (which refuses the removal too): its processes
+    // check the contents every time.
+    try {
+      fs.rmSync(partial, { force: true });
+    } catch {
+      // Nothing was written.
+    }
   }
 }
 

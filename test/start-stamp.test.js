@@ -34,7 +34,7 @@ function copyTree(t) {
 // In a fresh process, the copy's own lib/start-bundle.js: whether each
 // bundle is current, and how many files under the copy's lib/ the check
 // read (lib/start-bundle.js itself, which require() reads, not counted).
-function check(copy) {
+function check(copy, flags = []) {
   const lib = path.join(copy, 'lib') + path.sep;
   const script = `
     const fs = require('fs');
@@ -47,7 +47,7 @@ function check(copy) {
     const s = require(${JSON.stringify(path.join(lib, 'start-bundle.js'))});
     const current = ['child-start', 'parent-start'].map((name) => s.currentBundle(name) !== null);
     console.log(JSON.stringify({ current, read: read.length }));`;
-  return JSON.parse(childProcess.execFileSync(process.execPath, ['-e', script],
+  return JSON.parse(childProcess.execFileSync(process.execPath, [...flags, '-e', script],
     { encoding: 'utf8', env: { ...process.env, PROCWIRE_START_BUNDLE: 'build' }, timeout: 30_000 }));
 }
 
@@ -71,6 +71,12 @@ test('a stamp spares later processes reading the files, and an edit that keeps s
   assert.strictEqual(fs.existsSync(stamp), false, 'no stamp for files younger than the margin');
 
   await sleep(AGE_WAIT_MS);
+  // A process the permission model lets only read writes no stamp, and
+  // fails nothing for it.
+  const permission = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+  seen = check(copy, [permission, '--allow-fs-read=*']);
+  assert.deepStrictEqual(seen.current, [true, true]);
+  assert.strictEqual(fs.existsSync(stamp), false, 'a process that may not write wrote no stamp');
   seen = check(copy);
   assert.deepStrictEqual(seen.current, [true, true]);
   assert.ok(fs.existsSync(stamp), 'the check of old enough files wrote a stamp');
