@@ -121,9 +121,14 @@ function copiesOf(bundle, read) {
 // Whether every file of entries ([['lib/x.js', [offset, length]], ...]) is
 // now, byte for byte, its copy in bytes. sources: the files read so far, by
 // name (null for one that cannot be read), shared by both bundles' checks.
-function sameAsFiles(entries, bytes, sources) {
+// seen: each file's stat() (statKey()), taken before it is read, for the
+// stamp.
+function sameAsFiles(entries, bytes, sources, seen) {
   for (const [file, [offset, length]] of entries) {
-    if (!sources.has(file)) sources.set(file, sourceBytes(file));
+    if (!sources.has(file)) {
+      seen.set(file, statKey(file));
+      sources.set(file, sourceBytes(file));
+    }
     const source = sources.get(file);
     if (source === null || source.length !== length || offset + length > bytes.length ||
       source.compare(bytes, offset, offset + length) !== 0) return false;
@@ -134,10 +139,94 @@ function sameAsFiles(entries, bytes, sources) {
 // Which bundles of each place are current, once per process.
 const checkedPlaces = new Map();
 
+// The stamp: what stat() said of every file a place's check read (the
+// bundled files, the bundles, their manifests) when the check last found
+// both bundles current, so that a later process stat()s those files and
+// reads none of them (as git's index and make do). A check read the 38
+// files and compared them with their copies, 2-2.5 ms of a process's first
+// fork; stat()ing them costs a fraction of that. A file is the same when
+// its size, modification and change times, inode and device all are: an
+// edit, even one that keeps the size and puts the modification time back
+// (touch -d, npm's fixed time), sets the change time, which no one can set.
+// A file changed within STAMP_AGE_MS of the check that read it could be
+// changed again within the same tick of a coarse clock (or of a file system
+// that keeps seconds) and keep every field: no stamp is written then, and
+// each process checks the contents until the files are older (git's "racy
+// clean" entries). The stamp is written whole or not at all, and where it
+// cannot be (a read-only package) every process checks the contents, as
+// before. It is in the place's directory (never in the package: see
+// scripts/build-start-bundle.js).
+const STAMP = 'start-stamp.json';
+const STAMP_AGE_MS = 2000;
+
+// What stat() says of a file relative to root ('lib/x.js', 'build/x.json'):
+// [size, mtimeMs, ctimeMs, ino, dev], null when it is not there.
+function statKey(file) {
+  const st = fs.statSync(`${root}/${file}`, { throwIfNoEntry: false });
+  return st === undefined ? null : [st.size, st.mtimeMs, st.ctimeMs, st.ino, st.dev];
+}
+
+function sameKey(a, b) {
+  return a !== null && Array.isArray(b) && a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+// Both bundles of where, current by their stamp: true when every file the
+// stamp names is as it says, false otherwise (no stamp, another's, a
+// file changed or gone).
+function stamped(where) {
+  let stamp;
+  try {
+    stamp = JSON.parse(fs.readFileSync(`${LOCATIONS[where]}/${STAMP}`, 'utf8'));
+  } catch {
+    return false;
+  }
+  const files = stamp?.files;
+  if (files === null || typeof files !== 'object' || Object.keys(files).length === 0) return false;
+  for (const file in files) if (!sameKey(statKey(file), files[file])) return false;
+  return true;
+}
+
+// Writes where's stamp from seen (file: statKey()), the check having found
+// both bundles current; not when a file is too young (above) or missing.
+function writeStamp(where, seen, checkedAt) {
+  const files = {};
+  for (const [file, key] of seen) {
+    if (key === null || !(key[1] < checkedAt - STAMP_AGE_MS && key[2] < checkedAt - STAMP_AGE_MS)) return;
+    files[file] = key;
+  }
+  const stamp = `${LOCATIONS[where]}/${STAMP}`;
+  const partial = `${stamp}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(partial, JSON.stringify({ files }));
+    fs.renameSync(partial, stamp);
+  } catch {
+    // A read-only place, one that went away, or a process the permission
+    // model lets only read (which refuses the removal too): its processes
+    // check the contents every time.
+    try {
+      fs.rmSync(partial, { force: true });
+    } catch {
+      // Nothing was written.
+    }
+  }
+}
+
+// The bundles' own files and manifests of where, relative to root, stat()ed
+// into seen before they are read.
+function statBundles(where, seen) {
+  const dir = LOCATIONS[where].slice(root.length + 1);
+  for (const name of NAMES) {
+    seen.set(`${dir}/${name}-bundle.js`, statKey(`${dir}/${name}-bundle.js`));
+    seen.set(`${dir}/${name}.json`, statKey(`${dir}/${name}.json`));
+  }
+}
+
 // Checks both bundles in where; returns, per name, null when the bundle is
 // not current, else { bytes: the bundle's, when the check read them }. A
 // bundle is current when every file its manifest names is, byte for byte,
-// its copy (in the parent's bundle, which holds the copies of both).
+// its copy (in the parent's bundle, which holds the copies of both), or
+// when the place's stamp says that none of the files has changed since a
+// check found that.
 //
 // Why contents, rather than the sizes and modification times compared
 // before the package shipped bundles: npm sets every file it unpacks to one
@@ -158,14 +247,22 @@ function checkPlace(where) {
   // A place that is not there (build/ in an installed copy, prebuilds/start/
   // in a checkout) costs one access(), not a thrown error per manifest.
   const there = fs.existsSync(LOCATIONS[where]);
-  const read = {};
-  for (const name of NAMES) read[name] = there ? readBundle(bundleFiles(name, where)) : null;
-  const found = {};
-  const sources = new Map();
-  for (const name of NAMES) {
-    const bundle = read[name];
-    const copies = bundle === null ? null : copiesOf(bundle, read);
-    found[name] = copies !== null && sameAsFiles(bundle.sources, copies, sources) ? { bytes: bundle.bytes } : null;
+  const found = { 'child-start': null, 'parent-start': null };
+  if (there && stamped(where)) {
+    found['child-start'] = found['parent-start'] = { bytes: undefined };
+  } else if (there) {
+    const checkedAt = Date.now();
+    const seen = new Map();
+    statBundles(where, seen);
+    const read = {};
+    for (const name of NAMES) read[name] = readBundle(bundleFiles(name, where));
+    const sources = new Map();
+    for (const name of NAMES) {
+      const bundle = read[name];
+      const copies = bundle === null ? null : copiesOf(bundle, read);
+      found[name] = copies !== null && sameAsFiles(bundle.sources, copies, sources, seen) ? { bytes: bundle.bytes } : null;
+    }
+    if (NAMES.every((name) => found[name] !== null)) writeStamp(where, seen, checkedAt);
   }
   checkedPlaces.set(where, { 'child-start': found['child-start'] !== null, 'parent-start': found['parent-start'] !== null });
   return found;
@@ -392,8 +489,10 @@ const childStarted = { cacheFile: null, cacheUsed: false };
 
 // A native child preloading this file: runs lib/child-preload.js and what it
 // loads from the child's bundle. The build's child writes the cache once it
-// has answered its first message, when everything its start compiled is in
-// the script. In any other process (the parent that requires this file, or a
+// has answered its first message and its parent has disconnected it, when
+// everything its start compiled is in the script, and its close path too
+// (compiled from source at the end of every child's run otherwise: about
+// 0.2 ms between the parent's disconnect() and the child's 'disconnect'). In any other process (the parent that requires this file, or a
 // native child that lib/child-preload.js started, which has removed
 // PROCWIRE_NATIVE_CHANNEL_FD before anything else runs) there is nothing to
 // start.
@@ -418,7 +517,7 @@ function startChild() {
   childStarted.cacheFile = bundle.cacheFile;
   childStarted.cacheUsed = bundle.cacheUsed;
   loadModule(bundle.sources, 'lib/child-preload.js', module);
-  if (cacheOut === '1') process.once('message', () => setImmediate(() => writeCache(bundle)));
+  if (cacheOut === '1') process.once('disconnect', () => setImmediate(() => writeCache(bundle)));
 }
 
 // Whether this process loads from the parent's bundle: null when not, else
@@ -429,7 +528,7 @@ function parentBundleState() {
 }
 
 module.exports = {
-  BUNDLE, MANIFEST, LOCATIONS, ENV_CACHE_OUT, PARENT_ENTRY, childStarted, bundleFiles, currentBundle, findBundle,
+  BUNDLE, MANIFEST, LOCATIONS, STAMP, ENV_CACHE_OUT, PARENT_ENTRY, childStarted, bundleFiles, currentBundle, findBundle,
   childPreload, compileBundle, loadModule, writeCache, parentRequire, parentBundleState, writeParentCache,
 };
 

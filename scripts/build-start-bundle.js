@@ -66,7 +66,8 @@ function traceParentFiles() {
 }
 
 // The child's answer to its first message, once it has exited (the
-// children this script forks leave after answering).
+// children this script forks leave once disconnected, which this process
+// does on the answer, as many a parent does when done with its child).
 function firstAnswer(extraEnv, role) {
   const procwire = require(ROOT);
   const env = { ...process.env, ...extraEnv };
@@ -77,6 +78,7 @@ function firstAnswer(extraEnv, role) {
     child.once('message', (answer) => {
       child.off('exit', exited);
       child.once('exit', () => resolve(answer));
+      if (child.connected) child.disconnect();
     });
     child.send('start');
   });
@@ -312,6 +314,11 @@ function ship() {
   const run = (node, args) => process.stdout.write(childProcess.execFileSync(node, [__filename, ...args], { env, encoding: 'utf8', timeout: 120_000 }));
   run(nodes[0], ['--bundles', 'shipped']);
   for (const node of nodes) run(node, ['--caches', 'shipped']);
+  // The processes above may have stamped the place (lib/start-bundle.js):
+  // a stamp names this machine's inodes and times, which no installed copy
+  // has, so it stays out of the package.
+  const { dir } = require('../lib/start-bundle').bundleFiles('parent-start', 'shipped');
+  fs.rmSync(path.join(dir, require('../lib/start-bundle').STAMP), { force: true });
 }
 
 // Traces the start paths and writes both bundles into where.
@@ -357,13 +364,20 @@ function firstForkRun(role) {
   const lib = path.join(ROOT, 'lib') + path.sep;
   const procwire = require(ROOT);
   const child = procwire.fork(__filename, ['--first-message-child']);
-  child.once('message', () => {
-    const answer = role === '--trace-parent'
-      ? Object.keys(require.cache).filter((f) => f.startsWith(lib)).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))
-      : require('../lib/start-bundle').writeParentCache();
-    process.stdout.write(JSON.stringify(answer));
-    child.kill();
-  });
+  if (role === '--trace-parent') {
+    child.once('message', () => {
+      const answer = Object.keys(require.cache).filter((f) => f.startsWith(lib)).map((f) => path.relative(ROOT, f).split(path.sep).join('/'));
+      process.stdout.write(JSON.stringify(answer));
+      child.kill();
+    });
+    return;
+  }
+  // The cache is written once the child has gone, after this process
+  // disconnected it: so it holds the close path and the child's exit too,
+  // which most first forks end with, and which would otherwise be compiled
+  // from source at the end of every such process's run.
+  child.once('message', () => child.disconnect());
+  child.once('exit', () => setImmediate(() => process.stdout.write(JSON.stringify(require('../lib/start-bundle').writeParentCache()))));
 }
 
 if (process.argv[2] === '--trace-child') {
@@ -373,12 +387,11 @@ if (process.argv[2] === '--trace-child') {
       .map((f) => path.relative(ROOT, f).split(path.sep).join('/')), () => process.disconnect());
   });
 } else if (process.argv[2] === '--cache-child') {
-  // lib/start-bundle.js writes the cache just after this first answer, then
-  // the child leaves.
+  // The parent disconnects this child once it has this first answer;
+  // lib/start-bundle.js writes the cache then, and the child leaves.
   process.once('message', () => {
     const startBundle = require.cache[path.join(ROOT, 'lib', 'start-bundle.js')];
     process.send(startBundle === undefined ? null : startBundle.exports.childStarted.cacheFile);
-    setTimeout(() => process.disconnect(), 100);
   });
 } else if (process.argv[2] === '--trace-parent' || process.argv[2] === '--cache-parent') {
   firstForkRun(process.argv[2]);

@@ -126,6 +126,40 @@ test('send callbacks run after the write, never inside send()', TIMEOUT, async (
   }
 });
 
+// A closed channel's stats() are its counters when it closed (made when
+// first asked for), the same object every time; a send whose bytes never
+// left still gets the closed channel's error.
+test('a closed channel keeps its final stats, and an unsent message gets the close error', TIMEOUT, async () => {
+  const p = await pair();
+  try {
+    const got = once(p.serverSide, 'message');
+    await new Promise((resolve, reject) => p.client.send({ x: 1 }, (err) => (err ? reject(err) : resolve())));
+    await withTimeout(got, WAIT, 'the message');
+    const open = p.client.stats();
+    p.client.close();
+    const stats = p.client.stats();
+    assert.strictEqual(stats.messagesOut, open.messagesOut);
+    assert.strictEqual(stats.bytesOut, open.bytesOut);
+    assert.ok(stats.messagesOut >= 1);
+    assert.strictEqual(stats.pendingRequests, 0);
+    assert.strictEqual(p.client.stats(), stats, 'the same object after close');
+    await withTimeout(once(p.serverSide, 'close'), WAIT, 'the peer\'s close');
+    assert.ok(p.serverSide.stats().messagesIn >= 1);
+  } finally {
+    p.close();
+  }
+  const q = await pair();
+  try {
+    const sent = new Promise((resolve) => q.client.send({ x: 2 }, resolve));
+    q.client.destroy();
+    const err = await withTimeout(sent, WAIT, 'the send callback');
+    assert.strictEqual(err?.code, 'ERR_PROCWIRE_CHANNEL_CLOSED');
+    assert.strictEqual(err.reason, 'destroyed');
+  } finally {
+    q.close();
+  }
+});
+
 test('messages that arrive before a listener is attached are kept, in order', TIMEOUT, async () => {
   const p = await pair();
   try {

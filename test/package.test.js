@@ -231,6 +231,9 @@ test('the packed tarball installs without a compiler and runs on every Node line
     assert.ok(!/\.(o|a|log|tgz)$/.test(f), `${f} must not be in the tarball`);
   }
   assert.ok(files.includes('scripts/install.js'));
+  // A stamp of the bundles' files names the packing machine's inodes and
+  // times (lib/start-bundle.js): it must not ship.
+  assert.ok(!files.includes('prebuilds/start/start-stamp.json'), 'prebuilds/start/start-stamp.json must not be in the tarball');
   // The start bundles, and each line's code caches for them (linux-x64).
   for (const name of ['child-start', 'parent-start']) {
     for (const f of [`prebuilds/start/${name}-bundle.js`, `prebuilds/start/${name}.json`]) assert.ok(files.includes(f), `${f} is not in the tarball`);

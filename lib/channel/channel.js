@@ -35,6 +35,7 @@ const {
 } = require('./symbols');
 
 const kFinalStats = Symbol('procwire.finalStats');
+const kFinalCounters = Symbol('procwire.finalCounters');
 
 function applyRefPolicy(channel) {
   channel[kApplyRefPolicy]();
@@ -72,6 +73,7 @@ class Channel extends EventEmitter {
     this.peer = options.peer || null;
     this[kPhase] = options.connecting ? 'connecting' : 'open';
     this[kFinalStats] = null;
+    this[kFinalCounters] = null;
     this.#refPolicy = options.refPolicy || 'always';
     const threshold = this.outOfLine === 'never' ? -1 : this.outOfLine === 'always' ? 0 : settings.outOfLineThreshold;
     // [segment bytes sent, segments sent], written by the addon; with the
@@ -297,14 +299,24 @@ class Channel extends EventEmitter {
   }
 
   stats() {
-    if (this[kPhase] === 'closed') return this[kFinalStats];
+    if (this[kPhase] === 'closed') {
+      // Made from the counters taken at close when first asked for: most
+      // closed channels are never asked.
+      if (this[kFinalStats] === null) this[kFinalStats] = publicStats(...this[kFinalCounters]);
+      return this[kFinalStats];
+    }
+    return publicStats(...this.#counters());
+  }
+
+  // The native counters and what this side adds to them, now.
+  #counters() {
     this[kWriter].drainStage();
-    return publicStats(this[kHandle].stats(), {
+    return [this[kHandle].stats(), {
       pendingRequests: this[kRequests].size,
       // On when both ends can: this end allows it and the peer said so.
       outOfLineEnabled: this.outOfLine !== 'never' && this[kSegments].peerTakes,
       decodeErrorsInJs: this[kReader].decodeErrorsInJs,
-    });
+    }];
   }
 
   // ---- for lib/security/ ----------------------------------------------------
@@ -397,7 +409,7 @@ class Channel extends EventEmitter {
     if (this[kPhase] === 'connecting' && reason !== 'local' && reason !== 'destroyed') {
       err = err || makeError('ERR_PROCWIRE_CONNECT_FAILED', 'connection failed');
     }
-    this[kFinalStats] = this.stats();
+    this[kFinalCounters] = this.#counters();
     this[kPhase] = 'closed';
     this[kSegments].stop();
     // A handle still waiting for its answer is let go, as Node closes it on
@@ -406,10 +418,16 @@ class Channel extends EventEmitter {
     if (debug.enabled) debug('channel %s closed: %s%s', this.transport, reason, err ? ` (${err.code}: ${err.message})` : '');
     const [cbs, written] = this[kWriter].detach();
     this[kHandle].close();
-    const closedError = makeError('ERR_PROCWIRE_CHANNEL_CLOSED', `channel closed (${reason})`, err || undefined,
-      { reason });
     const requests = this[kRequests];
     const ids = requests.ids();
+    // Made here, where its stack says who closed the channel, but only when
+    // a send's callback or a request will get it: a channel that ends with
+    // nothing in flight (most do, a process's last act) would pay for an
+    // error and its coded class for nothing.
+    const unsent = cbs.some(([end]) => end > written);
+    const closedError = unsent || ids.length > 0
+      ? makeError('ERR_PROCWIRE_CHANNEL_CLOSED', `channel closed (${reason})`, err || undefined, { reason })
+      : null;
     process.nextTick(() => {
       for (const [end, cb] of cbs) cb(end <= written ? null : closedError);
       settleClosed(this, ids, (message = closedError.message) =>
