@@ -38,9 +38,9 @@ test('a tick of many tasks, for one handler and then for several, runs each with
     runs.push(run);
     expected.push(value);
   };
-  // More for the default handler than a batch of mixed names holds, then
-  // names mixed, then many for one named handler: batches of both forms,
-  // full ones and the rest.
+  // More for the default handler than a batch holds, then names mixed,
+  // then many for one named handler: batches of both forms (one name sent
+  // once, or a name per task), full ones and the rest.
   for (let i = 0; i < 50; i++) add(p.run({ a: i, b: 1 }), i + 1);
   for (let i = 0; i < 60; i++) add(i % 2 === 0 ? p.run({ a: i, b: 2 }) : p.run([i], { name: 'echo' }), i % 2 === 0 ? i + 2 : [i]);
   for (let i = 0; i < 130; i++) add(p.run({ s: i }, { name: 'echo' }), { s: i });

@@ -13,11 +13,9 @@
 //   [BATCH, id, task, name, id, task, name, ...]      several, names mixed
 // Ids start at 1, so a leading 0 or -1 cannot be a task's id. Most batches
 // are for one handler, whose name then goes once: a task is two elements,
-// not three, so the codec checks and writes less per task and a batch holds
-// more of them. A batch stays small enough (MAX_BATCH_TASKS, or
-// MAX_MIXED_BATCH_TASKS with mixed names) for the codec's fast path to encode
-// it (it declines arrays of 128 elements or more): fewer, fuller messages
-// mean fewer wake-ups of a worker waiting on its channel.
+// not three, so the codec checks and writes less per task. A batch stays
+// small enough (MAX_BATCH_TASKS) for the codec's fast path to encode it in
+// either form (it declines arrays of 128 elements or more).
 // Each task in it reaches the worker as its own value, sharing no object
 // with another (../codec/separate.js), as when sent alone.
 
@@ -28,9 +26,10 @@ const { typedArrayByteLength, dataViewByteLength } = require('../fallback/views'
 
 const BATCH = 0;
 const ONE_NAME = -1;
-// 2 + 2 * 62 and 1 + 3 * 42 elements: below the codec's 128.
-const MAX_BATCH_TASKS = 62;
-const MAX_MIXED_BATCH_TASKS = 42;
+// At most 1 + 3 * 42 elements: below the codec's 128. Bigger batches (62
+// tasks of one name) cost the parent a little less CPU per task, but made
+// fewer, longer turns for the workers, and the pool's rate dropped.
+const MAX_BATCH_TASKS = 42;
 // A batch also goes once the tasks' own bytes (a task that is a Buffer or
 // other view) reach this, and a task this big goes alone: it gains nothing
 // from sharing a message, and a batch of them is one big message, which
@@ -66,6 +65,12 @@ function closedError(channel) {
   return channel.connected ? null : makeError('ERR_PROCWIRE_CHANNEL_CLOSED', 'the pool worker\'s channel is closed');
 }
 
+function oneName(tasks) {
+  const name = tasks[0].name;
+  for (let i = 1; i < tasks.length; i++) if (tasks[i].name !== name) return false;
+  return true;
+}
+
 function oneNameBatch(tasks) {
   const message = separateElements([ONE_NAME], 2);
   for (let i = 0; i < tasks.length; i++) message.push(tasks[i].id, tasks[i].task);
@@ -90,7 +95,6 @@ class TaskOutbox {
     this.unsent = unsent;
     this.sent = sent;
     this.tasks = [];
-    this.mixed = false;      // the tasks waiting are for more than one handler
     this.viewBytes = 0;
     this.scheduled = false;
     this.flushLater = () => {
@@ -106,17 +110,9 @@ class TaskOutbox {
       this.sendOne(task);
       return;
     }
-    if (!this.mixed && this.tasks.length > 0 && task.name !== this.tasks[0].name) {
-      // Mixed names take three elements a task: more than that many go first.
-      if (this.tasks.length >= MAX_MIXED_BATCH_TASKS) this.flush();
-      else this.mixed = true;
-    }
-    const tasks = this.tasks;
-    tasks.push(task);
+    this.tasks.push(task);
     this.viewBytes += bytes;
-    if (tasks.length >= (this.mixed ? MAX_MIXED_BATCH_TASKS : MAX_BATCH_TASKS) || this.viewBytes >= MAX_BATCH_VIEW_BYTES) {
-      this.flush();
-    }
+    if (this.tasks.length >= MAX_BATCH_TASKS || this.viewBytes >= MAX_BATCH_VIEW_BYTES) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(this.flushLater);
@@ -131,9 +127,7 @@ class TaskOutbox {
   flush() {
     const tasks = this.tasks;
     if (tasks.length === 0) return;
-    const mixed = this.mixed;
     this.tasks = [];
-    this.mixed = false;
     this.viewBytes = 0;
     const closed = closedError(this.channel);
     if (closed !== null) {
@@ -144,7 +138,7 @@ class TaskOutbox {
       this.sendOne(tasks[0]);
       return;
     }
-    const message = mixed ? mixedBatch(tasks) : oneNameBatch(tasks);
+    const message = oneName(tasks) ? oneNameBatch(tasks) : mixedBatch(tasks);
     try {
       this.channel.send(message);
     } catch (err) {
@@ -168,7 +162,6 @@ class TaskOutbox {
   // The worker is gone: what waits is its pool's to settle, not to send.
   drop() {
     this.tasks = [];
-    this.mixed = false;
     this.viewBytes = 0;
   }
 
@@ -176,7 +169,6 @@ class TaskOutbox {
   take() {
     const tasks = this.tasks;
     this.tasks = [];
-    this.mixed = false;
     this.viewBytes = 0;
     return tasks;
   }
