@@ -28,6 +28,27 @@ test("a pool named after one handler still runs the module's default export for 
   assert.strictEqual(p.options.name, 'echo');
 });
 
+test('a tick of many tasks, for one handler and then for several, runs each with its own handler, in a few batched messages', async (t) => {
+  const p = pool(t, { concurrentTasksPerWorker: 512 });
+  await p.run({ a: 0, b: 0 });
+  const before = await p.run(null, { name: 'messages' });
+  const runs = [];
+  const expected = [];
+  const add = (run, value) => {
+    runs.push(run);
+    expected.push(value);
+  };
+  // More for the default handler than a batch holds, then names mixed,
+  // then many for one named handler: batches of both forms (one name sent
+  // once, or a name per task), full ones and the rest.
+  for (let i = 0; i < 50; i++) add(p.run({ a: i, b: 1 }), i + 1);
+  for (let i = 0; i < 60; i++) add(i % 2 === 0 ? p.run({ a: i, b: 2 }) : p.run([i], { name: 'echo' }), i % 2 === 0 ? i + 2 : [i]);
+  for (let i = 0; i < 130; i++) add(p.run({ s: i }, { name: 'echo' }), { s: i });
+  assert.deepStrictEqual(await withTimeout(Promise.all(runs), STEP, 'the batches'), expected);
+  const after = await p.run(null, { name: 'messages' });
+  assert.ok(after.in - before.in < 12, `240 tasks in ${after.in - before.in} messages`);
+});
+
 test('a pool named after a handler its module does not export: ERR_PROCWIRE_POOL_NO_HANDLER names it', async (t) => {
   const p = pool(t, { name: 'nope' });
   const err = await rejects(p.run(1), 'ERR_PROCWIRE_POOL_NO_HANDLER');

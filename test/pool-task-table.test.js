@@ -1,8 +1,8 @@
 'use strict';
 // lib/pool/task-table.js against a Map: random adds and deletes of ids in
 // the patterns a pool gives one worker (consecutive runs, every other or
-// every fourth id, ids past 2 ** 32), with get, size and values() compared
-// after every step and at the end.
+// every fourth id, ids past 2 ** 32), deleted or taken, with get, size and
+// values() compared after every step and at the end.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -31,7 +31,12 @@ function exercise(first, step, seed) {
     } else {
       const ids = [...model.keys()];
       const id = ids.length > 0 && random() < 0.9 ? ids[Math.floor(random() * ids.length)] : next + 1;
-      assert.strictEqual(table.delete(id), model.delete(id));
+      if (random() < 0.5) {
+        assert.strictEqual(table.delete(id), model.delete(id));
+      } else {
+        assert.strictEqual(table.take(id), model.get(id));
+        model.delete(id);
+      }
     }
     assert.strictEqual(table.size, model.size);
   }

@@ -76,18 +76,26 @@ class TaskTable {
     }
   }
 
-  // Removes the task with this id; whether there was one. The entries after
-  // it in its run move back into the gap, so every lookup still finds its
-  // task before an empty entry (no tombstones to clean up later).
+  // Removes the task with this id; whether there was one.
   delete(id) {
+    return this.take(id) !== undefined;
+  }
+
+  // Removes the task with this id and returns it (undefined if none): one
+  // search where get() then delete() would make two, for every answer a
+  // worker gives. The entries after it in its run move back into the gap,
+  // so every lookup still finds its task before an empty entry (no
+  // tombstones to clean up later).
+  take(id) {
     const entries = this.entries;
     const mask = this.mask;
     const shift = this.shift;
     let gap = home(id, shift);
+    let found;
     for (;;) {
-      const task = entries[gap];
-      if (task === undefined) return false;
-      if (task.id === id) break;
+      found = entries[gap];
+      if (found === undefined) return undefined;
+      if (found.id === id) break;
       gap = (gap + 1) & mask;
     }
     for (let j = (gap + 1) & mask; entries[j] !== undefined; j = (j + 1) & mask) {
@@ -102,7 +110,7 @@ class TaskTable {
     }
     entries[gap] = undefined;
     this.size--;
-    return true;
+    return found;
   }
 
   // Every task held, oldest (lowest id) first, as a new array: the caller

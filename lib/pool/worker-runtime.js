@@ -4,8 +4,10 @@
 //
 // The wire, all on the channel's ordinary messages:
 //   parent -> [id, task] or [id, task, name]   run a task (id > 0)
-//   parent -> [0, id, task, name, ...]         run several (name null: the
-//                                              default handler); ./outbox.js
+//   parent -> [-1, id, task, ..., name]        run several for one handler
+//                                              (name null: the default one)
+//   parent -> [0, id, task, name, ...]         run several, names mixed;
+//                                              ./outbox.js
 //   parent -> id                               abort task id (its signal fires)
 //   child  -> 'ready'                          the module loaded; tasks may come
 //   child  -> { loadError }                    it did not: the error, serialized
@@ -18,7 +20,7 @@
 
 const path = require('path');
 const url = require('url');
-const { BATCH, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, TASK_SEGMENTS, viewBytesOf } = require('./outbox');
+const { BATCH, ONE_NAME, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, TASK_SEGMENTS, viewBytesOf } = require('./outbox');
 // Only the channel to the parent: not the whole API, which a worker that
 // needs none of it would load at every start. Opened here first, with the
 // pool's bound on recycled segments for big results (./outbox.js).
@@ -117,6 +119,12 @@ function sendAnswer(id, value) {
   }
 }
 
+function runOneNameBatch(message) {
+  const last = message.length - 1;
+  const name = message[last] === null ? undefined : message[last];
+  for (let i = 1; i < last; i += 2) runTask(message[i], message[i + 1], name);
+}
+
 function runBatch(message) {
   for (let i = 1; i < message.length; i += 3) {
     const name = message[i + 2];
@@ -205,7 +213,9 @@ function onMessage(message) {
     }
     return;
   }
-  if (message[0] === BATCH) runBatch(message);
+  const first = message[0];
+  if (first === ONE_NAME) runOneNameBatch(message);
+  else if (first === BATCH) runBatch(message);
   else runTask(message[0], message[1], message.length > 2 ? message[2] : undefined);
 }
 

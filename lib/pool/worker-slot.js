@@ -119,9 +119,8 @@ class WorkerSlot {
   settle(id, value) {
     const ok = id > 0;
     if (!ok) id = -id;
-    const task = this.tasks.get(id);
+    const task = this.tasks.take(id);
     if (task === undefined) return;
-    this.tasks.delete(id);
     this.load--;
     this.pool[kResult](this, task, ok, value);
   }
