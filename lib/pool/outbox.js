@@ -44,9 +44,10 @@ const MAX_BATCH_VIEW_BYTES = 64 * 1024;
 // ran out after 16 and the rest each took a fresh sealed segment
 // (memfd_create, a page fault on every page, a map and unmap in the worker):
 // about 500 us a task, several times a warm copy. 256 covers messages from
-// the out-of-line threshold (256 KiB) up. Each segment is one descriptor in
-// the sending process while it exists; idle ones are dropped after the
-// channel's segmentPoolIdleTimeout.
+// the out-of-line threshold (256 KiB) up. Each segment is one mapping in
+// the sending process while it exists (its descriptor is closed once it has
+// gone to the receiver); idle ones are dropped after the channel's
+// segmentPoolIdleTimeout.
 const TASK_SEGMENTS = 256;
 
 // The bytes of a task or answer that is a Buffer or other view, else 0,

@@ -8,7 +8,6 @@
 // OutOfLine. Threading: the isolate's thread only (see codec_impl.h).
 #include <node_buffer.h>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -284,15 +283,9 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
     if (ool_->pool == nullptr) return false;
     PooledSegment seg;
     if (ool_->pool->AcquireCopy(from, size, &seg) < 0) return false;
-    if (seg.fresh) {
-      // The queue closes the descriptors it sends; the pool keeps its own.
-      const int copy = fcntl(seg.fd, F_DUPFD_CLOEXEC, 0);
-      if (copy < 0) {
-        ool_->pool->Discard(seg.id);  // the receiver never heard of it
-        return false;
-      }
-      ool_->fds.push_back(copy);
-    }
+    // A new segment's descriptor is ours now: the queue sends it and closes
+    // it (the pool keeps only its mapping).
+    if (seg.fresh) ool_->fds.push_back(seg.fd);
     ool_->refs.push_back(SegmentRef{seg.fresh ? protocol::kSegmentPooledNew : protocol::kSegmentPooled,
                                     seg.id, static_cast<uint32_t>(size)});
     ool_->any_pooled = true;

@@ -237,7 +237,6 @@ bool SegmentPool::MakeRoom(size_t capacity) {
 SegmentPool::~SegmentPool() {
   for (auto& kv : entries_) {
     munmap(kv.second.data, kv.second.capacity);
-    CloseFd(kv.second.fd);
   }
 }
 
@@ -268,7 +267,7 @@ int SegmentPool::Take(size_t size, const uint8_t* from, PooledSegment* out) {
     in_flight_++;
     idle_bytes_ -= e.capacity;
     if (from != nullptr && size > 0) std::memcpy(e.data, from, size);
-    *out = PooledSegment{id, e.fd, e.data, e.capacity, false};
+    *out = PooledSegment{id, -1, e.data, e.capacity, false};
     return 0;
   }
   if (next_id_ == 0) return -EOVERFLOW;  // 4 billion segments made: ids would repeat
@@ -297,7 +296,7 @@ int SegmentPool::Take(size_t size, const uint8_t* from, PooledSegment* out) {
     return -err;
   }
   const uint32_t id = next_id_++;
-  entries_.emplace(id, Entry{fd, static_cast<uint8_t*>(p), capacity, true});
+  entries_.emplace(id, Entry{static_cast<uint8_t*>(p), capacity, true});
   in_flight_++;
   total_bytes_ += capacity;
   *out = PooledSegment{id, fd, static_cast<uint8_t*>(p), capacity, true};
@@ -343,7 +342,6 @@ void SegmentPool::Destroy(uint32_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   munmap(it->second.data, it->second.capacity);
-  CloseFd(it->second.fd);
   total_bytes_ -= it->second.capacity;
   entries_.erase(it);
 }

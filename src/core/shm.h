@@ -115,7 +115,11 @@ int VerifyPooledSegment(int fd, size_t* size);
 struct PooledSegment {
   // Names the segment on the wire; never 0, never reused by one pool.
   uint32_t id = 0;
-  // Owned by the pool; the caller passes it (SCM_RIGHTS) when `fresh`.
+  // When `fresh`, the segment's descriptor, now the caller's: it passes it
+  // to the receiver (SCM_RIGHTS) and closes it. The pool keeps only its
+  // mapping, so a pool of many segments holds no descriptors (a process
+  // with many channels would otherwise hold one per recycled segment of
+  // each). -1 when not fresh: the receiver has the segment mapped already.
   int fd = -1;
   // A shared read-write mapping of the whole segment, pre-faulted.
   uint8_t* data = nullptr;
@@ -126,8 +130,9 @@ struct PooledSegment {
 };
 
 // The sending side's pool. Ownership: the pool owns every segment's
-// descriptor and mapping, in flight or idle, until its destruction (a
-// receiver's own mapping keeps the memory alive after that). Threading: one
+// mapping, in flight or idle, until its destruction (a receiver's own
+// mapping keeps the memory alive after that); a segment's descriptor goes
+// to the caller with the segment's first use (PooledSegment::fd). Threading: one
 // thread at a time; no locks.
 class SegmentPool {
  public:
@@ -174,7 +179,6 @@ class SegmentPool {
 
  private:
   struct Entry {
-    int fd;
     uint8_t* data;
     size_t capacity;
     bool in_flight;

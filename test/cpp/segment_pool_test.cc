@@ -78,6 +78,7 @@ TEST(SegmentPool, SizeClassesAndReuse) {
   EXPECT_EQ(c.id, a.id);
   EXPECT_FALSE(c.fresh);
   EXPECT_EQ(c.data, a.data);
+  EXPECT_EQ(c.fd, -1);  // the receiver has it mapped: no descriptor to send
   EXPECT_EQ(pool.idle_bytes(), 0u);
   // A different class does not take it.
   ASSERT_EQ(pool.Recycle(c.id), 0);
@@ -86,6 +87,8 @@ TEST(SegmentPool, SizeClassesAndReuse) {
   EXPECT_NE(d.id, a.id);
   EXPECT_TRUE(d.fresh);
   EXPECT_EQ(pool.segments(), 3u);
+  // A new segment's descriptor is the caller's to send and close.
+  for (const PooledSegment* x : {&a, &b, &d}) CloseFd(x->fd);
 }
 
 TEST(SegmentPool, AcquireCopyFillsNewAndReusedSegments) {
@@ -117,6 +120,8 @@ TEST(SegmentPool, AcquireCopyFillsNewAndReusedSegments) {
   ASSERT_EQ(pool.AcquireCopy(nullptr, 0, &c), 0);
   EXPECT_TRUE(c.fresh);
   EXPECT_EQ(pool.in_flight(), 2u);
+  CloseFd(a.fd);
+  CloseFd(c.fd);
 }
 
 TEST(SealedCopyOfSegment, CopiesTheBytesIntoASegmentAReceiverAccepts) {
@@ -165,6 +170,7 @@ TEST(SegmentPool, SegmentSizeIsSealedButBytesAreWritable) {
   EXPECT_EQ(size, s.capacity);
   const char x = 'x';
   EXPECT_EQ(pwrite(s.fd, &x, 1, 0), 1);
+  CloseFd(s.fd);
 }
 
 TEST(SegmentPool, BadHandBacksAreRefused) {
@@ -178,33 +184,43 @@ TEST(SegmentPool, BadHandBacksAreRefused) {
   EXPECT_EQ(pool.Recycle(s.id), -EINVAL);
   EXPECT_EQ(pool.in_flight(), 0u);
   EXPECT_EQ(pool.idle_bytes(), s.capacity);
+  CloseFd(s.fd);
 }
 
 TEST(SegmentPool, IdleLimitDropsAndTrimForgets) {
   const size_t fds_before = CountFds();
+  const size_t maps_before = CountMappings();
   {
     SegmentPool pool(64 * kKiB, 128 * kKiB);
     PooledSegment s[3];
-    for (auto& x : s) ASSERT_EQ(pool.Acquire(1, &x), 0);
-    EXPECT_EQ(CountFds(), fds_before + 3);
+    for (auto& x : s) {
+      ASSERT_EQ(pool.Acquire(1, &x), 0);
+      ASSERT_GE(x.fd, 0);
+      CloseFd(x.fd);  // sent, as a channel does
+    }
+    // The pool keeps each segment's mapping and no descriptor of its own.
+    EXPECT_EQ(CountFds(), fds_before);
+    EXPECT_EQ(CountMappings(), maps_before + 3);
     EXPECT_EQ(pool.Recycle(s[0].id), 0);
     EXPECT_EQ(pool.Recycle(s[1].id), 0);
-    // Over the idle limit: dropped, descriptor closed.
+    // Over the idle limit: dropped, unmapped.
     EXPECT_EQ(pool.Recycle(s[2].id), 1);
     EXPECT_EQ(pool.segments(), 2u);
-    EXPECT_EQ(CountFds(), fds_before + 2);
+    EXPECT_EQ(CountMappings(), maps_before + 2);
     std::vector<uint32_t> dropped;
     pool.TrimIdle(&dropped);
     EXPECT_EQ(dropped.size(), 2u);
     EXPECT_EQ(pool.segments(), 0u);
     EXPECT_EQ(pool.idle_bytes(), 0u);
-    EXPECT_EQ(CountFds(), fds_before);
+    EXPECT_EQ(CountMappings(), maps_before);
     PooledSegment again;
     ASSERT_EQ(pool.Acquire(1, &again), 0);
     EXPECT_TRUE(again.fresh);
     EXPECT_GT(again.id, s[2].id);  // ids are never reused
+    CloseFd(again.fd);
   }
   EXPECT_EQ(CountFds(), fds_before);
+  EXPECT_EQ(CountMappings(), maps_before);
 }
 
 TEST(SegmentPool, LimitsBoundBytesAndCount) {
@@ -237,6 +253,7 @@ TEST(SegmentPool, LimitsBoundBytesAndCount) {
   EXPECT_EQ(pool.segments(), 3u);
   EXPECT_LE(pool.total_bytes(), 512 * kKiB);
   EXPECT_TRUE(pool.TakeDropped().empty());
+  for (const PooledSegment* x : {&a, &b, &c, &e}) CloseFd(x->fd);
 }
 
 TEST(Segments, TransferSealsStrictAndTrusting) {
@@ -422,6 +439,7 @@ TEST(SegmentCache, AcceptsOnlySizeSealedMemfds) {
   EXPECT_EQ(size, 0u);
   EXPECT_TRUE(cache.Remove(s.id));
   EXPECT_FALSE(cache.Remove(s.id));
+  CloseFd(s.fd);
 }
 
 // Wire messages of the two-process test, fixed size.
@@ -526,6 +544,7 @@ TEST(SegmentPoolProcesses, HundredThousandCyclesLeakNothing) {
       iovec iov{const_cast<Offer*>(&o), sizeof(o)};
       ASSERT_EQ(SendVectors(sock, &iov, 1, s.fresh ? &s.fd : nullptr, s.fresh ? 1 : 0),
                 static_cast<ssize_t>(sizeof(o)));
+      if (s.fresh) CloseFd(s.fd);  // the receiver has its own now
       HandBack h;
       size_t got = 0;
       while (got < sizeof(h) && ok) {
