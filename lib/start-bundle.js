@@ -160,9 +160,19 @@ const STAMP = 'start-stamp.json';
 const STAMP_AGE_MS = 2000;
 
 // What stat() says of a file relative to root ('lib/x.js', 'build/x.json'):
-// [size, mtimeMs, ctimeMs, ino, dev], null when it is not there.
+// [size, mtimeMs, ctimeMs, ino, dev], null when it is not there or cannot
+// be stat()ed. throwIfNoEntry spares only ENOENT: a place another user
+// built with a umask of 077 (EACCES), a name a damaged stamp holds (a NUL
+// byte), or a read the permission model refuses still throws, and the
+// check, which treats a file it cannot read as not current, must fail
+// nothing for it.
 function statKey(file) {
-  const st = fs.statSync(`${root}/${file}`, { throwIfNoEntry: false });
+  let st;
+  try {
+    st = fs.statSync(`${root}/${file}`, { throwIfNoEntry: false });
+  } catch {
+    return null;
+  }
   return st === undefined ? null : [st.size, st.mtimeMs, st.ctimeMs, st.ino, st.dev];
 }
 

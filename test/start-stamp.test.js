@@ -34,7 +34,8 @@ function copyTree(t) {
 // In a fresh process, the copy's own lib/start-bundle.js: whether each
 // bundle is current, and how many files under the copy's lib/ the check
 // read (lib/start-bundle.js itself, which require() reads, not counted).
-function check(copy, flags = []) {
+// spawn: more options for the process (uid and gid, to run as another user).
+function check(copy, flags = [], spawn = {}) {
   const lib = path.join(copy, 'lib') + path.sep;
   const script = `
     const fs = require('fs');
@@ -48,7 +49,7 @@ function check(copy, flags = []) {
     const current = ['child-start', 'parent-start'].map((name) => s.currentBundle(name) !== null);
     console.log(JSON.stringify({ current, read: read.length }));`;
   return JSON.parse(childProcess.execFileSync(process.execPath, [...flags, '-e', script],
-    { encoding: 'utf8', env: { ...process.env, PROCWIRE_START_BUNDLE: 'build' }, timeout: 30_000 }));
+    { encoding: 'utf8', env: { ...process.env, PROCWIRE_START_BUNDLE: 'build' }, timeout: 30_000, ...spawn }));
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -127,4 +128,33 @@ test('a stamp that cannot be read or written costs the check nothing but time', 
   assert.deepStrictEqual(seen.current, [true, true]);
   assert.ok(seen.read > 30, 'a stamp that does not fit has the files read');
   assert.deepStrictEqual(fs.readdirSync(path.join(copy, 'build')).filter((f) => f.endsWith('.tmp')), [], 'no half-written stamp is left');
+});
+
+test('a file the check may not stat() makes the bundles not current, and fails nothing', { timeout: 60_000 }, (t) => {
+  if (startBundle.currentBundle() === null || startBundle.currentBundle('parent-start') === null) {
+    t.skip('no current start bundles (npm run build makes them)');
+    return;
+  }
+  const copy = copyTree(t);
+  const build = path.join(copy, 'build');
+  const stamp = path.join(build, startBundle.STAMP);
+  // A damaged stamp that names a file no stat() takes (a NUL byte in it).
+  fs.writeFileSync(stamp, JSON.stringify({ files: { 'lib/errors\u0000.js': [1, 1, 1, 1, 1] } }));
+  let seen = check(copy);
+  assert.deepStrictEqual(seen.current, [true, true]);
+  assert.ok(seen.read > 30, 'a stamp that names no file has the files read');
+  fs.rmSync(stamp);
+  // build/ made by another user with a umask of 077 (`sudo npm run build`):
+  // its files cannot be stat()ed. Root may stat anything, so as root the
+  // check runs as nobody.
+  // The mode is put back before the copy is removed.
+  const asOther = process.getuid() === 0 ? { uid: 65534, gid: 65534 } : null;
+  fs.chmodSync(copy, 0o755);
+  fs.chmodSync(build, asOther === null ? 0o600 : 0o700);
+  try {
+    seen = check(copy, [], asOther ?? {});
+  } finally {
+    fs.chmodSync(build, 0o755);
+  }
+  assert.deepStrictEqual(seen.current, [false, false]);
 });
