@@ -14,23 +14,17 @@
 // The wire format is Node's either way.
 
 const { binding } = require('./native');
-const { channelSettings } = require('./channel/settings');
+const { Channel, channelSettings } = require('./channel');
 const { systemError, nodeError } = require('./errors');
+const { kCloseContext, childCloseContext } = require('./error-context');
+const { debug } = require('./debug');
 const { invalidArg } = require('./validate');
 const { isMainThread } = require('./main-thread');
 const { childPreload } = require('./start-bundle');
 // child_process, url and the ChildProcess surface are loaded by the first
 // fork(), not here: a procwire child (which loads this file for
 // procwire.parent) never forks, and child_process alone brings net, dgram
-// and streams. The Channel and what it loads (lib/channel/, the error
-// context, debug) are loaded by the first fork() too, once it has spawned
-// its child: this file and what it loads at once are only what fork()
-// needs up to the spawn (the option checks, the socketpair, the child's
-// environment), so that a process's first fork() starts its child before
-// it compiles and runs the channel's modules (the parent's start bundle
-// holds those in a second section, compiled when first asked for: see
-// lib/start-bundle.js), which then happens while the child starts on
-// another core (docs/benchmarks.md, "Start-up").
+// and streams.
 
 const CHILD_MODES = ['node', 'procwire', 'native'];
 // Options procwire reads and spawn() must not see.
@@ -236,8 +230,6 @@ function fork(modulePath, args, options) {
     if (native) binding.closeFd(childFd);
   }
 
-  const { Channel } = require('./channel');
-  const { kCloseContext, childCloseContext } = require('./error-context');
   const pipe = native ? null : child.stdio[slot];
   const channel = new Channel(native ? parentFd : null, {
     __proto__: null,
@@ -251,7 +243,7 @@ function fork(modulePath, args, options) {
   // Requests the child's death rejects say which child, how it ended and
   // what it last wrote to a piped stderr.
   channel[kCloseContext] = childCloseContext(child);
-  require('./debug').debug('fork %s: pid %d, child mode %s, %s', modulePath, child.pid, mode, channel.serialization);
+  debug('fork %s: pid %d, child mode %s, %s', modulePath, child.pid, mode, channel.serialization);
   return child;
 }
 
@@ -284,7 +276,6 @@ function openParent(settings) {
     return null;
   }
   binding.setBlocking(fd, false);
-  const { Channel } = require('./channel');
   parentChannel = new Channel(fd, {
     __proto__: null, ...settings, serialization, transport: 'fork', refPolicy: 'listeners', peer: { pid: process.ppid },
     segments: true,

@@ -8,14 +8,11 @@
 // a package.json read for a directory) for what is in require.cache
 // already. When the bundle is not used, parentRequire() is require() of the
 // same file.
-// Channel is not loaded here but when first asked for (by this module's
-// getter or by the first fork() once it has spawned its child): what
-// require('procwire') loads is what a first fork() needs before its spawn,
-// the first section of the parent's bundle.
 const { parentRequire } = require('./start-bundle');
 const { fork, getParent } = parentRequire('lib/fork.js');
 const { requireParent, noteNullParent } = parentRequire('lib/require-parent.js');
 const codec = parentRequire('lib/codec/index.js');
+const { Channel } = parentRequire('lib/channel.js');
 const errors = parentRequire('lib/errors.js');
 const { binding, native } = parentRequire('lib/native.js');
 const { validateSize, invalidArg } = parentRequire('lib/validate.js');
@@ -65,9 +62,7 @@ module.exports = {
   get Framer() {
     return require('./framer').Framer;
   },
-  get Channel() {
-    return parentRequire('lib/channel.js').Channel;
-  },
+  Channel,
   get Server() {
     return require('./transport/socket').Server;
   },

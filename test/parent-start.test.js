@@ -52,13 +52,7 @@ function check(what, report) {
 }
 
 test('require(\'procwire\') and its first fork load only what that fork needs', { timeout: 60_000 }, () => {
-  const report = firstFork('index');
-  check('require(\'procwire\')', report);
-  // The channel is loaded by the first fork() once its child is spawned,
-  // not by require('procwire'): what comes before the spawn is kept small.
-  const channel = report.beforeFork.files.filter((f) => f.startsWith(path.join('lib', 'channel', 'channel.js')));
-  assert.deepStrictEqual(channel, [], 'require(\'procwire\') loaded the Channel before the first fork');
-  assert.ok(report.afterAnswer.files.includes(path.join('lib', 'channel', 'channel.js')));
+  check('require(\'procwire\')', firstFork('index'));
 });
 
 test('the hook loads nothing of procwire until the first fork, and then what require(\'procwire\') would', { timeout: 60_000 }, () => {
@@ -76,11 +70,10 @@ test('the parent\'s start bundle, when in use, is what the sources make, and hol
     return;
   }
   const { bundle, manifest } = startBundle.bundleFiles('parent-start');
-  const { sources, holdsToo, split } = JSON.parse(fs.readFileSync(manifest, 'utf8'));
+  const { sources, holdsToo } = JSON.parse(fs.readFileSync(manifest, 'utf8'));
   const bundled = Object.keys(sources);
-  // It also holds the copies of the child's bundle's sources it lacks, and
-  // is in two sections: what require('procwire') loads, then the rest.
-  assert.strictEqual(fs.readFileSync(bundle, 'utf8'), render(bundled, Object.keys(holdsToo), split),
+  // It also holds the copies of the child's bundle's sources it lacks.
+  assert.strictEqual(fs.readFileSync(bundle, 'utf8'), render(bundled, Object.keys(holdsToo)),
     'build/parent-start-bundle.js is not what scripts/build-start-bundle.js makes of its sources now');
   const missing = traceParentFiles().filter((f) => !bundled.includes(f));
   assert.deepStrictEqual(missing, [], 'the first fork loads files the bundle lacks: npm run build');
@@ -101,8 +94,5 @@ test('a parent started from its start bundle has the modules it would have witho
     // The build made a cache with this Node (npm run build, or
     // scripts/build-for.sh for another line); V8 took it.
     if (fs.existsSync(withBundle.bundle.cacheFile)) assert.strictEqual(withBundle.bundle.cacheUsed, true, way);
-    // Both sections were compiled: the first before the spawn, the rest
-    // (the channel and the ChildProcess surface) after it.
-    assert.strictEqual(withBundle.bundle.sections, 2, way);
   }
 });
