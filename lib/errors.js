@@ -61,7 +61,7 @@ const CODES = {
   ERR_PROCWIRE_NATS: ['NatsError', Error,
     'The NATS client or server failed (connection closed for good, permission denied, protocol error; or no NATS client is installed, and the message names the package to install); `cause` holds the client error.'],
   ERR_PROCWIRE_OUT_OF_MEMORY: ['OutOfMemoryError', RangeError,
-    'Memory for data from the peer could not be allocated; that channel was closed (the process goes on).'],
+    'Memory could not be allocated: for data from the peer (that channel was closed), or for a message being sent (send() throws; nothing was queued, and the channel goes on). The process goes on either way.'],
   ERR_PROCWIRE_FRAME_TRUNCATED: ['FrameTruncatedError', Error,
     'The peer closed the stream in the middle of a frame; the partial message was lost (close reason \'truncated\').'],
   ERR_PROCWIRE_PROTOCOL: ['ProtocolError', Error,

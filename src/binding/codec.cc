@@ -77,7 +77,8 @@ bool EncodeJson(AddonData* data, Local<Context> context, Local<Value> value, Enc
   uint8_t* block = static_cast<uint8_t*>(std::malloc(capacity + 1));
   if (block == nullptr) {
     isolate->LowMemoryNotification();
-    ThrowCodedError(data, context, "ERR_PROCWIRE_UNSERIALIZABLE", "out of memory encoding JSON");
+    ThrowCodedError(data, context, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                    "out of memory encoding JSON; nothing was sent");
     return false;
   }
   const size_t length = WriteUtf8(isolate, text, reinterpret_cast<char*>(block), capacity);

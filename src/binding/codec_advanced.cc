@@ -143,6 +143,14 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
   void set_serializer(v8::ValueSerializer* s) { serializer_ = s; }
 
   void ThrowDataCloneError(Local<String> message) override {
+    // V8 reports a buffer it could not grow as a clone error too; the value
+    // itself was fine, so the caller gets the out-of-memory code, as for the
+    // queued copy of a frame that could not be allocated.
+    if (out_of_memory_) {
+      ThrowCodedError(data_, context_, "ERR_PROCWIRE_OUT_OF_MEMORY",
+                      "out of memory encoding the message; nothing was sent");
+      return;
+    }
     String::Utf8Value text(data_->isolate, message);
     ThrowCodedError(data_, context_, "ERR_PROCWIRE_UNSERIALIZABLE",
                     *text ? *text : "value could not be serialized");
@@ -187,6 +195,7 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
   void* ReallocateBufferMemory(void* old_buffer, size_t size, size_t* actual_size) override {
     void* p = std::realloc(old_buffer, size);
     *actual_size = p ? size : 0;
+    if (p == nullptr && size > 0) out_of_memory_ = true;
     return p;
   }
   void FreeBufferMemory(void* buffer) override { std::free(buffer); }
@@ -296,6 +305,8 @@ class SerializerDelegate final : public v8::ValueSerializer::Delegate {
   Local<Context> context_;
   OutOfLine* ool_;
   v8::ValueSerializer* serializer_ = nullptr;
+  // Set when the serializer's buffer could not grow (see ThrowDataCloneError).
+  bool out_of_memory_ = false;
 };
 
 class DeserializerDelegate final : public v8::ValueDeserializer::Delegate {
