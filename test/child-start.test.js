@@ -74,6 +74,7 @@ test('an advanced native child loads the advanced fast path only when its channe
 // made by `npm run build`; a checkout without it starts children the
 // ordinary way.
 const startBundle = require('../lib/start-bundle');
+const { copyLibAndBundles } = require('./helpers/bundle-copy');
 const { traceStartFiles, render } = require('../scripts/build-start-bundle');
 
 test('the start bundle, when in use, is what the sources make, and holds the start path', { timeout: 60_000 }, async (t) => {
@@ -156,14 +157,7 @@ test('a bundle whose file changed, even keeping its size, is not current', { tim
     t.skip('no current start bundles (npm run build makes them)');
     return;
   }
-  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-bundle-edit-'));
-  t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
-  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
-  fs.mkdirSync(path.join(copy, 'build'));
-  for (const name of ['child-start', 'parent-start']) {
-    const { bundle, manifest } = startBundle.bundleFiles(name);
-    for (const f of [bundle, manifest]) fs.copyFileSync(f, path.join(copy, 'build', path.basename(f)));
-  }
+  const copy = copyLibAndBundles(t, 'procwire-bundle-edit-');
   // The copy's own lib/start-bundle.js, in a fresh process.
   const current = () => JSON.parse(childProcess.execFileSync(process.execPath, ['-p',
     `const s = require(${JSON.stringify(path.join(copy, 'lib', 'start-bundle.js'))});

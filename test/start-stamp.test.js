@@ -11,24 +11,16 @@ const test = require('node:test');
 const assert = require('node:assert');
 const childProcess = require('child_process');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 const startBundle = require('../lib/start-bundle');
+const { copyLibAndBundles } = require('./helpers/bundle-copy');
 
 // How much older than the check the files must be for a stamp (the
 // module's STAMP_AGE_MS, 2 s), with room for a coarse clock.
 const AGE_WAIT_MS = 2300;
 
 function copyTree(t) {
-  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-stamp-'));
-  t.after(() => fs.rmSync(copy, { recursive: true, force: true }));
-  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(copy, 'lib'), { recursive: true });
-  fs.mkdirSync(path.join(copy, 'build'));
-  for (const name of ['child-start', 'parent-start']) {
-    const { bundle, manifest } = startBundle.bundleFiles(name);
-    for (const f of [bundle, manifest]) fs.copyFileSync(f, path.join(copy, 'build', path.basename(f)));
-  }
-  return copy;
+  return copyLibAndBundles(t, 'procwire-stamp-');
 }
 
 // In a fresh process, the copy's own lib/start-bundle.js: whether each
