@@ -23,6 +23,20 @@ bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 passed=0
 failed=0
 status=0
+# What failed, by name, for the summary at the end: a run's log is long, and
+# what a reader (or a CI page showing only its tail) needs is which test.
+failures="$(mktemp)"
+trap 'rm -f "$failures"' EXIT
+
+# Notes the failing tests of one node:test run (the spec reporter's list
+# after "✖ failing tests:") under what ran them.
+note_failures() {
+  local log="$1" what="$2"
+  {
+    echo "$what"
+    awk '/^✖ failing tests:/ { on = 1; next } on && /^ *✖ / { sub(/^ */, "  "); print }' "$log" | sort -u
+  } >> "$failures"
+}
 
 # Adds the counts of one node:test run (spec reporter lines "ℹ pass N").
 count() {
@@ -34,11 +48,11 @@ count() {
 }
 
 echo "== lint: ESLint and clang-format =="
-if bash scripts/lint.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+if bash scripts/lint.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; echo "lint" >> "$failures"; fi
 
 echo "== native: GoogleTest under ASan/UBSan, libFuzzer =="
 if [ -f scripts/test-native.sh ]; then
-  if bash scripts/test-native.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+  if bash scripts/test-native.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; echo "native tests or fuzzing" >> "$failures"; fi
 fi
 
 # The tests' cold work, cached for the next run and given its own budget
@@ -58,6 +72,7 @@ if timeout --kill-after=10 "${CACHE_SECONDS:-2400}" bash -c '
   passed=$((passed + 1))
 else
   echo "✖ caches: a toolchain or prebuilt addon could not be set up within ${CACHE_SECONDS:-2400} s"
+  echo "caches" >> "$failures"
   failed=$((failed + 1)); status=1
 fi
 
@@ -69,7 +84,10 @@ for major in $lines; do
     [ -f "$addon" ] || npm run build >/dev/null
   else
     node_bin="$root/.nodes/$major/bin/node"
-    if ! bash scripts/build-for.sh "$major"; then failed=$((failed + 1)); status=1; continue; fi
+    if ! bash scripts/build-for.sh "$major"; then
+      echo "the addon for Node $major" >> "$failures"
+      failed=$((failed + 1)); status=1; continue
+    fi
     addon="$root/.build/node$major/build/Release/procwire.node"
   fi
   # The start bundle a native child runs (scripts/build-start-bundle.js),
@@ -77,6 +95,7 @@ for major in $lines; do
   # suites then fork children the way a built checkout does.
   if ! PROCWIRE_ADDON="$addon" "$node_bin" scripts/build-start-bundle.js; then
     echo "✖ the start bundle could not be made on Node $major"
+    echo "the start bundle on Node $major" >> "$failures"
     failed=$((failed + 1)); status=1
   fi
   echo "== JavaScript suites on $("$node_bin" --version) =="
@@ -87,6 +106,7 @@ for major in $lines; do
       "$node_bin" --test --test-reporter=spec "$file" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     count "$log"
+    [ "$rc" = 0 ] || note_failures "$log" "$file on Node $major (exit $rc)"
     rm -f "$log"
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
       echo "✖ $file did not finish within ${TEST_FILE_SECONDS:-600} s on Node $major"
@@ -107,6 +127,7 @@ PROCWIRE_ADDON="$root/build/Release/procwire.node" \
   node --test --test-reporter=spec test/fault/*.test.js 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 count "$log"
+[ "$rc" = 0 ] || note_failures "$log" "test/fault/ on $(node --version) (exit $rc)"
 rm -f "$log"
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   echo "✖ the NATS fault run did not finish within ${FAULT_RUN_SECONDS:-600} s"
@@ -123,10 +144,16 @@ if timeout --kill-after=10 "${TOOL_SUITES_SECONDS:-900}" bash scripts/tool-suite
   passed=$((passed + 1))
 else
   echo "✖ tool suites failed or did not finish within ${TOOL_SUITES_SECONDS:-900} s"
+  echo "tool suites (scripts/tool-suites.sh)" >> "$failures"
   failed=$((failed + 1))
   status=1
 fi
 
 echo
+if [ -s "$failures" ]; then
+  echo "== what failed =="
+  cat "$failures"
+  echo
+fi
 echo "procwire: $passed passed, $failed failed"
 exit $status

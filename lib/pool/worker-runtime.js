@@ -280,9 +280,11 @@ async function main() {
 
 // The channel closed: the pool let this worker go, or its process is gone
 // (killed, so it could not kill its workers). A module that keeps the worker
-// alive (a server, a timer) would keep it running for nobody; it exits once
-// the pool's own grace period for such a worker has passed.
-const ORPHAN_EXIT_MS = 5000;
+// alive (a server, a timer) would keep it running for nobody, so it exits by
+// itself. It waits twice the pool's own grace period (5 s, then SIGKILL):
+// while the pool lives, its kill is the one end of such a worker, and the
+// exit its tasks are rejected with does not depend on which timer ran first.
+const ORPHAN_EXIT_MS = 10_000;
 function leaveSoon() {
   setTimeout(() => process.exit(), ORPHAN_EXIT_MS).unref();
 }
