@@ -358,12 +358,17 @@ async function main(argv) {
 }
 
 // A fresh process's first fork, for traceParentFiles() and the parent's
-// cache: prints what the role asks for once the child has sent its first
-// message.
+// cache: a first round trip (this process sends, the child answers), as a
+// parent's first use of a child mostly is, so that the cache holds the send
+// path too: without it, a parent's first send() compiled itself and what it
+// calls from source, 0.3 ms of CPU on Node 20 and 0.4 on Node 26 (medians of
+// 21 interleaved runs); prints what the role asks for once the child's
+// answer has come.
 function firstForkRun(role) {
   const lib = path.join(ROOT, 'lib') + path.sep;
   const procwire = require(ROOT);
   const child = procwire.fork(__filename, ['--first-message-child']);
+  child.send('start');
   if (role === '--trace-parent') {
     child.once('message', () => {
       const answer = Object.keys(require.cache).filter((f) => f.startsWith(lib)).map((f) => path.relative(ROOT, f).split(path.sep).join('/'));
@@ -396,7 +401,7 @@ if (process.argv[2] === '--trace-child') {
 } else if (process.argv[2] === '--trace-parent' || process.argv[2] === '--cache-parent') {
   firstForkRun(process.argv[2]);
 } else if (process.argv[2] === '--first-message-child') {
-  process.send('started', () => process.disconnect());
+  process.once('message', () => process.send('started', () => process.disconnect()));
 } else if (require.main === module) {
   main(process.argv.slice(2)).catch((err) => {
     console.error(err);
