@@ -22,8 +22,8 @@
 // The same is done for the parent (parent-start-bundle.js,
 // parent-start.json, parent-start-<hash>-<node version>-<cpu>.cache): the
 // modules a fresh process loads through require('procwire') and its first
-// fork(), up to that child's first message, found by running one without
-// the bundle.
+// fork(), up to that child's answer to the first message it sends, found by
+// running one without the bundle.
 //
 // --ship makes them where the package ships them, running itself under the
 // Node lines the prebuilt addons are made for (PROCWIRE_PREBUILD_NODES, as
@@ -51,8 +51,8 @@ function traceStartFiles() {
 }
 
 // The files under lib/ a fresh process has loaded, in order, through
-// require('procwire') and its first fork(), up to the child's first message,
-// without the parent's bundle (role --trace-parent), or the cache file that
+// require('procwire') and its first fork(), up to the child's answer to the
+// first message it sends, without the parent's bundle (role --trace-parent), or the cache file that
 // process wrote from the bundle (role --cache-parent).
 function parentRun(role) {
   const env = { ...process.env };
