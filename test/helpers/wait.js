@@ -21,11 +21,14 @@ function withTimeout(promise, ms, what) {
 }
 
 // Polls `cond` (which may return a promise) every `interval` ms until it
-// holds, and throws naming `what` once `ms` have passed without it.
+// holds, and throws naming `what` once `ms` have passed without it. `what`
+// may be a function, called then, to name the state the wait ended in.
 async function until(cond, ms, what, interval = 10) {
   const deadline = Date.now() + ms;
   while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    }
     await sleep(interval);
   }
 }
