@@ -14,7 +14,8 @@ const procwire = require('..');
 const { binding } = require('../lib/native');
 const { namedPair, uniqueName } = require('./helpers/pair');
 const { sleep, withTimeout, until } = require('./helpers/wait');
-const { kWriter, kInbox } = require('../lib/channel/symbols');
+const { kWriter, kInbox, kReader } = require('../lib/channel/symbols');
+const { HOLD_BACKLOG } = require('../lib/channel/reader');
 
 const TIMEOUT = { timeout: 20000 };
 const native = procwire.native;
@@ -101,18 +102,23 @@ test('send() refuses a message over maxMessageSize before writing a byte; the ch
   assert.ok(p.client.stats().bytesOut - before < 1024);
 });
 
-test('the no-listener backlog is bounded in bytes: reading pauses, nothing is dropped', TIMEOUT, async (t) => {
+// 100 MiB through one process: a starved machine needs more than TIMEOUT.
+test('the no-listener backlog is bounded in bytes: reading pauses, nothing is dropped', { timeout: 60_000 }, async (t) => {
   const p = await namedPair({ outOfLine: 'never', maxQueuedBytes: 2 ** 31 });
   t.after(() => p.close());
   const chunk = Buffer.alloc(1024 * 1024, 7);
   for (let i = 0; i < 100; i++) p.client.send({ i, chunk });
-  await sleep(1500);
+  // Reading stops at the backlog's byte bound; a loaded machine may take a
+  // while to read that far, so the wait is for the stop, not a fixed time.
+  await until(() => p.serverSide[kReader].isHeld(HOLD_BACKLOG), 20_000, 'reading to stop at the backlog bound', 20);
+  // Stopped, it stays stopped: nothing more comes in meanwhile.
+  await sleep(300);
   const held = p.serverSide[kInbox].backlog.length;
   assert.ok(held < 100, `all ${held} MiB were taken into the backlog`);
   assert.ok(held >= 32, `only ${held} messages were read`);
   const got = [];
   p.serverSide.on('message', (m) => got.push(m.i));
-  await until(() => got.length >= 100, 15000, 'the 100 backlogged messages', 20);
+  await until(() => got.length >= 100, 30_000, 'the 100 backlogged messages', 20);
   assert.deepStrictEqual(got, Array.from({ length: 100 }, (_, i) => i));
 });
 

@@ -471,13 +471,17 @@ test('handles from the child: a connection and a listening server reach the pare
       got.handle.write('parent');
       obs.socketRead = await readAll(got.handle);
 
+      // Both listeners before the request: the two answers may come in one read.
+      const serverMessage = nextMessage(child, (m) => m.kind === 'server from child');
+      const closedInChild = nextMessage(child, (m) => m.kind === 'closed in child');
       child.send({ op: 'sendServer' });
-      const gotServer = await nextMessage(child);
+      const gotServer = await serverMessage;
       obs.serverIsServer = gotServer.handle instanceof net.Server;
       if (obs.serverIsServer) cleanups.push(() => gotServer.handle.close());
       gotServer.handle.on('connection', (s) => s.end('the parent took it over'));
-      // The child closes its copy once sent; ours keeps listening.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The child closes its copy once sent; ours keeps listening. Until the
+      // child's is closed, the child may accept the probe below itself.
+      await closedInChild;
       const probe = net.connect(gotServer.message.port, '127.0.0.1');
       cleanups.push(() => probe.destroy());
       obs.serverRead = await readAll(probe);

@@ -13,6 +13,9 @@ const os = require('os');
 const path = require('path');
 const { until, withTimeout } = require('./helpers/wait');
 const { poolMaker, rejects, alive } = require('./helpers/pool');
+// Alive and not a zombie: a worker whose parent is gone is reparented, and
+// its new parent may reap it late.
+const { running } = require('./helpers/pids');
 
 const LINGERING = path.join(__dirname, 'fixtures', 'pool-lingering.js');
 const STEP = 20_000;
@@ -95,17 +98,6 @@ test("'drain' follows needsDrain when a worker frees room, also with nothing que
   assert.strictEqual(await busy, 300);
   assert.strictEqual(await p.run({ a: 1, b: 1 }), 2);
 });
-
-// Alive and not a zombie: a worker whose parent is gone is reparented, and
-// its new parent may reap it late.
-function running(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 test('a program that ends without closing its pools leaves no worker behind, even one let go whose module holds a handle', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
   const parent = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'pool-exit-parent.js')], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -472,10 +472,17 @@ test('a handler that returns an odd thenable or throws an odd value fails or set
 
 test('minWorkers are warm, the pool grows to maxWorkers under load and shrinks after idleTimeout', async (t) => {
   const p = pool(t, { minWorkers: 1, maxWorkers: 3, idleTimeout: 150 });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const gate = path.join(dir, 'gate');
   await until(() => p.workers.some((w) => w.state === 'ready'), STEP, 'the warm worker');
-  const tasks = Array.from({ length: 3 }, () => p.run(600, { name: 'sleep' }));
+  // The tasks wait for the gate: were they plain sleeps, a worker that took
+  // longer to start than one of them ran would find the queue empty, and
+  // the pool would rightly not grow to three.
+  const tasks = Array.from({ length: 3 }, () => p.run({ gate, ms: 600 }, { name: 'gated' }));
   await until(() => p.workers.length === 3, STEP, 'growth to maxWorkers');
-  await Promise.all(tasks);
+  fs.writeFileSync(gate, '');
+  await withTimeout(Promise.all(tasks), STEP, 'the gated tasks');
   await until(() => p.workers.length === 1, STEP, 'shrinking back to minWorkers');
   const s = p.stats();
   assert.strictEqual(s.completed, 3);
