@@ -28,20 +28,27 @@ function valueOf(bucket) {
 }
 
 // The pool's clock: performance.now(), read once per batch of work rather
-// than per task. The value is kept until the current microtask checkpoint
+// than per task. The reading is kept until the current microtask checkpoint
 // (a batch of replies delivered together, or a synchronous burst of run()
 // calls, shares one reading), so timings are exact to one batch, and a
-// task costs no clock call of its own.
-let cached = -1;
+// task costs no clock call of its own. A task keeps the reading object
+// itself (batchReading()), not its number: a number field of a task is a
+// heap number of its own, one allocation per field and task, where every
+// task of a batch can point at the one object.
+let reading = null;
 function forget() {
-  cached = -1;
+  reading = null;
 }
-function batchNow() {
-  if (cached < 0) {
-    cached = performance.now();
+// -> { at }: the reading of this batch, in milliseconds.
+function batchReading() {
+  if (reading === null) {
+    reading = { at: performance.now() };
     queueMicrotask(forget);
   }
-  return cached;
+  return reading;
+}
+function batchNow() {
+  return batchReading().at;
 }
 
 class Histogram {
@@ -51,16 +58,36 @@ class Histogram {
     this.sum = 0;
     this.min = Infinity;
     this.max = 0;
+    // The last value recorded and how many times in a row, not yet added
+    // to the counts above: the tasks of a batch started and answered
+    // together have the same duration (one clock reading each side), so
+    // most records are a comparison and an increment.
+    this.lastMs = NaN;
+    this.repeats = 0;
   }
 
   // ms: a duration in milliseconds (from performance.now() differences).
   record(ms) {
-    let us = Math.round(ms * 1000);
+    if (ms === this.lastMs) {
+      this.repeats++;
+      return;
+    }
+    this.addRepeats();
+    this.lastMs = ms;
+    this.repeats = 1;
+  }
+
+  // Adds the pending run of equal values to the counts.
+  addRepeats() {
+    const n = this.repeats;
+    if (n === 0) return;
+    this.repeats = 0;
+    let us = Math.round(this.lastMs * 1000);
     if (!(us >= 0)) us = 0;
     else if (us > MAX_US) us = MAX_US;
-    this.counts[bucketOf(us)]++;
-    this.count++;
-    this.sum += us;
+    this.counts[bucketOf(us)] += n;
+    this.count += n;
+    this.sum += us * n;
     if (us < this.min) this.min = us;
     if (us > this.max) this.max = us;
   }
@@ -68,6 +95,7 @@ class Histogram {
   // The value below which a fraction p (0..1) of the recorded values lie,
   // in milliseconds; 0 when nothing was recorded.
   percentile(p) {
+    this.addRepeats();
     if (this.count === 0) return 0;
     const rank = Math.max(1, Math.ceil(p * this.count));
     let seen = 0;
@@ -80,6 +108,7 @@ class Histogram {
 
   // What pool.stats() reports: milliseconds throughout.
   summary() {
+    this.addRepeats();
     const empty = this.count === 0;
     return {
       count: this.count,
@@ -94,4 +123,4 @@ class Histogram {
   }
 }
 
-module.exports = { Histogram, batchNow };
+module.exports = { Histogram, batchNow, batchReading };

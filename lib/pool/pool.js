@@ -10,7 +10,7 @@
 
 const { EventEmitter } = require('events');
 const { makeError } = require('../errors');
-const { batchNow } = require('./histogram');
+const { batchNow, batchReading } = require('./histogram');
 const { PoolStats } = require('./pool-stats');
 const { Scheduler } = require('./scheduler');
 const { WorkerSlot, READY, STARTING } = require('./worker-slot');
@@ -108,7 +108,7 @@ class Pool extends EventEmitter {
       signal.addEventListener('abort', t, { once: true });
     }
     if (timeout > 0) t.timer = setTimeout(onTimeout, timeout, t);
-    t.enqueuedAt = now();
+    t.enqueued = batchReading();
     if (this.#active++ === 0 && !this.#refs.refed) this.#refs.set(true);
     if (this.#startFailed !== null) {
       // The last worker could not start: try once more for this task.
@@ -194,9 +194,9 @@ class Pool extends EventEmitter {
   #dispatch(slot, t) {
     t.state = RUNNING;
     t.slot = slot;
-    const at = now();
-    t.startedAt = at;
-    if (slot.load === 0) slot.busySince = at;
+    const reading = batchReading();
+    t.started = reading;
+    if (slot.load === 0) slot.busySince = reading.at;
     slot.send(t);
   }
 
@@ -204,7 +204,7 @@ class Pool extends EventEmitter {
   // here, not at dispatch, so a task queued again (its worker's channel
   // closed before it went out) counts once, from its last dispatch.
   [kStarted](t) {
-    this.#stats.waitTime.record(t.startedAt - t.enqueuedAt);
+    this.#stats.waitTime.record(t.started.at - t.enqueued.at);
   }
 
   // Tasks a worker's channel did not take were not run. A closed channel
@@ -312,7 +312,7 @@ class Pool extends EventEmitter {
     // the pool from replacing are forked again to keep minWorkers.
     if (this.#streak.answered()) this.#ensureWorkers();
     if (t.state === RUNNING) {
-      this.#stats.runTime.record(at - t.startedAt);
+      this.#stats.runTime.record(at - t.started.at);
       slot.completed++;
       this.#finish(t);
       if (ok) {

@@ -22,8 +22,10 @@ class Task {
     this.slot = null;
     this.signal = undefined;
     this.timer = null;
-    this.enqueuedAt = 0;
-    this.startedAt = 0;
+    // When it was queued and last dispatched: the pool clock's readings
+    // (./histogram.js), shared by the tasks of a batch.
+    this.enqueued = null;
+    this.started = null;
     this.resolve = null;
     this.reject = null;
   }
