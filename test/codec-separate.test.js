@@ -16,8 +16,7 @@ const fast = require('../lib/codec/advanced-fast');
 const { separateElements } = require('../lib/codec/separate');
 const { namedPair } = require('./helpers/pair');
 const { withTimeout } = require('./helpers/wait');
-// The differential run's seeded generator, the same on every Node line.
-const { prng } = require('./helpers/codec-differential');
+const { prng } = require('./helpers/prng');
 
 function hexOf(bytes) {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');

@@ -6,16 +6,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const { prng } = require('./helpers/prng');
 const { Histogram } = require('../lib/pool/histogram');
-
-// A fixed-seed generator, so a failure can be replayed.
-function generator(seed) {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    return s / 2147483648;
-  };
-}
 
 // Each value added on its own, as a run of one (the way the histogram adds
 // a value before it counted runs).
@@ -30,7 +22,7 @@ function oneByOne(values) {
 }
 
 test('a histogram that counts runs of equal values reports what one fed value by value does', () => {
-  const random = generator(7);
+  const random = prng(7);
   const values = [];
   const pool = [0, 0.0004, 0.25, 1.5, 3, 1234.5678, NaN, -2, 3e9];
   while (values.length < 20000) {

@@ -6,19 +6,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const { prng } = require('./helpers/prng');
 const { TaskTable } = require('../lib/pool/task-table');
 
-// A fixed-seed generator, so a failure can be replayed.
-function generator(seed) {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    return s / 2147483648;
-  };
-}
-
 function exercise(first, step, seed) {
-  const random = generator(seed);
+  const random = prng(seed);
   const table = new TaskTable();
   const model = new Map();
   let next = first;

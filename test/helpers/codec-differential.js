@@ -18,15 +18,7 @@ const util = require('util');
 const procwire = require('../..');
 const { nodeAdvancedEncode, nodeAdvancedDecode } = require('../../bench/lib/node-codec');
 
-// mulberry32: small, seeded, the same on every Node line.
-function prng(state) {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const { prng } = require('./prng');
 
 // The value for seed `s`, the getter and trap call counts it will record,
 // and the errors its getters throw.
@@ -170,4 +162,4 @@ function run(count, seed, encode = procwireEncode, keep = 5) {
   return { mismatches, first };
 }
 
-module.exports = { build, outcome, run, prng };
+module.exports = { build, outcome, run };
