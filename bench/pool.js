@@ -26,6 +26,8 @@ const QUICK_SIZES = [SMALL, 64 * KiB, 16 * MiB];
 const IN_FLIGHT = { [SMALL]: 512, [64 * KiB]: 64, [MiB]: 8, [16 * MiB]: 4 };
 const TASK = path.join(__dirname, 'peers', 'pool-task.js');
 const BENCH_DEPS = path.join(harness.ROOT, '.bench-deps');
+// The newest supported Node line, which every pool's rows run on.
+const NEWEST = 26;
 
 const PEERS = [
   { id: 'procwire-pool', label: 'procwire.Pool (child processes)' },
@@ -243,7 +245,7 @@ function peerMissing(pkg) {
   }
 }
 
-async function plan({ quick, repeats }) {
+async function plan({ quick, repeats, log, tmp }) {
   // The first second of small tasks runs far below its pace, for every
   // pool and for bare request()s alike (the code is not yet optimized; on
   // a loaded machine longer): the first size's warm-up covers it.
@@ -251,17 +253,24 @@ async function plan({ quick, repeats }) {
   const warmSmallMs = quick ? 500 : 2500;
   const warmMs = quick ? 100 : 600;
   const windowMs = quick ? 220 : 1500;
-  // The other pools are plain JavaScript: each runs on the newest Node line
-  // at hand (worker threads and child IPC are faster there), not on the
-  // line procwire was built for.
-  const newest = harness.otherNode(26);
+  // Every pool runs on the newest Node line at hand (worker threads and
+  // child IPC are faster there), procwire's rows too, with the addon built
+  // for that line; where there is none, procwire's rows run on this
+  // process's line, and the log says why.
+  const newest = harness.otherNode(NEWEST);
+  const procwire = harness.procwireOn(NEWEST, tmp);
+  if (procwire.skip) log(`  pool: procwire's rows run on ${process.version}: ${procwire.skip}`);
   const peers = PEERS.map((p) => {
     const out = { id: p.id, label: p.label };
     const missing = p.pkg ? peerMissing(p.pkg) : null;
     if (missing) out.skip = missing;
     else if (p.pkg && newest !== null) {
       out.execPath = newest;
-      out.label = `${p.label}, Node 26`;
+      out.label = `${p.label}, Node ${NEWEST}`;
+    } else if (p.id.startsWith('procwire') && !procwire.skip) {
+      out.execPath = procwire.execPath;
+      out.env = procwire.env;
+      out.label = `${p.label}, Node ${NEWEST}`;
     }
     return out;
   });
@@ -291,8 +300,8 @@ async function plan({ quick, repeats }) {
     timeoutMs: perRun + 20000,
     config: () => ({ sizes, warmSmallMs, warmMs, windowMs, hardLimitMs: perRun + 15000 }),
     ratioTo: ['procwire-pool', 'procwire-request', 'piscina'],
-    notes: ['Each pool at its best: the other pools run on the newest Node line at hand (Node 26 where installed), ' +
-      'procwire on the line its addon was built for; 2 workers started before the clock; procwire.Pool, piscina and tinypool ' +
+    notes: ['Each pool at its best: every pool runs on the newest Node line at hand (Node 26 where installed; ' +
+      'procwire with the addon built for it); 2 workers started before the clock; procwire.Pool, piscina and tinypool ' +
       'may hold every task in flight at a worker (concurrentTasksPerWorker = in-flight / 2); workerpool and jest-worker ' +
       'run one task per worker at a time (they have no such option) and use advanced serialization, so Buffers arrive ' +
       'as Buffers.',

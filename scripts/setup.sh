@@ -7,7 +7,9 @@
 #   - the other supported Node lines (22, 24, 26) from the npm registry;
 #   - the addon built for this machine's Node (npm install);
 #   - with --bench: the benchmark's npm peers (zeromq) in a private prefix,
-#     .bench-deps/, so they are no dependency of procwire itself.
+#     .bench-deps/, so they are no dependency of procwire itself, and the
+#     addon built for the newest Node line (.build/node26/), which the pool
+#     suite runs procwire on.
 # Installing Debian packages needs root; without it, what is missing is named
 # and the parts that need it say so when they run.
 set -euo pipefail
@@ -82,4 +84,18 @@ fi
 if [ "$bench" = 1 ] && [ -f "$root/build/Release/procwire.node" ]; then
   node "$root/scripts/build-start-bundle.js" ||
     echo "setup: could not make the start bundle; children start from lib/ one file at a time" >&2
+fi
+
+# The pool suite runs every pool on the newest Node line, procwire's rows
+# with the addon built for that line (bench/lib/harness.js procwireOn()),
+# and their children with that line's code cache for the start bundle.
+newest=26
+if [ "$bench" = 1 ] && [ -x "$root/.nodes/$newest/bin/node" ]; then
+  if bash "$root/scripts/build-for.sh" "$newest"; then
+    PROCWIRE_ADDON="$root/.build/node$newest/build/Release/procwire.node" \
+      "$root/.nodes/$newest/bin/node" "$root/scripts/build-start-bundle.js" ||
+      echo "setup: could not make the start bundle's code cache for Node $newest" >&2
+  else
+    echo "setup: could not build the addon for Node $newest; the pool suite runs procwire's rows on this machine's Node" >&2
+  fi
 fi

@@ -233,7 +233,7 @@ function driverMain(run) {
 //
 // A driver-based suite plan:
 //   { name, title, script, xs, xLabel, xUnit, metrics: [{ id, label, unit, better }],
-//     peers: [{ id, label, execPath?, skip? }], repeats, config(peer) -> driver config,
+//     peers: [{ id, label, execPath?, env?, skip? }], repeats, config(peer) -> driver config,
 //     ticksPerRun, timeoutMs, ratioTo, notes }
 // Result (also what in-process suites return):
 //   { name, title, xs, xLabel, xUnit, metrics, peers: [{ id, label, status, reason? }],
@@ -269,7 +269,7 @@ async function runPlan(plan, progress) {
           script: plan.script,
           config: { ...plan.config(peer), peer: peer.id, rep },
           timeoutMs: plan.timeoutMs,
-          env: plan.env,
+          env: { ...plan.env, ...peer.env },
           onTick: () => { ticks++; progress.tick(); },
         });
         for (const [x, metrics] of Object.entries(result.data || {})) {
@@ -364,6 +364,39 @@ function otherNode(major) {
   return null;
 }
 
+// procwire on another Node line: that line's node binary and a copy, in
+// tmp, of the addon built for it (a shipped prebuilt binary for its ABI,
+// else scripts/build-for.sh's build), which its drivers and their children
+// load through PROCWIRE_ADDON. Copied for the reason bench/lib/cli.js pins
+// the default addon: a rebuild during the run cannot mix binaries. Returns
+// { execPath, env } or { skip: why not }.
+function procwireOn(major, tmp) {
+  const execPath = otherNode(major);
+  if (execPath === null) return { skip: missingNode(major) };
+  let abi;
+  try {
+    abi = childProcess.execFileSync(execPath, ['-p', 'process.versions.modules'], { encoding: 'utf8', timeout: 30_000 }).trim();
+  } catch (err) {
+    return { skip: `Node ${major} did not run (${String(err.message).split('\n')[0]})` };
+  }
+  const candidates = [
+    path.join(ROOT, 'prebuilds', `${process.platform}-${process.arch}`, `procwire.abi${abi}.node`),
+    path.join(ROOT, '.build', `node${major}`, 'build', 'Release', 'procwire.node'),
+  ];
+  const source = candidates.find((file) => fs.existsSync(file));
+  if (source === undefined) {
+    return { skip: `no procwire addon for Node ${major} (${setupHint(`scripts/build-for.sh ${major}`, 'no prebuilt binary for its ABI')})` };
+  }
+  const copy = path.join(tmp, `procwire-node${major}.node`);
+  try {
+    fs.copyFileSync(source, copy);
+    childProcess.execFileSync(execPath, ['-e', 'require(process.argv[1])', copy], { stdio: 'pipe', timeout: 30_000 });
+  } catch (err) {
+    return { skip: `the addon for Node ${major} (${path.relative(ROOT, source)}) does not load: ${String(err.message).split('\n')[0]}` };
+  }
+  return { execPath, env: { PROCWIRE_ADDON: copy } };
+}
+
 // How to get a missing piece: a script of the source checkout is named only
 // when it is there (an installed package ships none of them).
 function setupHint(script, otherwise) {
@@ -447,6 +480,7 @@ module.exports = {
   untrackPid,
   cleanupSync,
   otherNode,
+  procwireOn,
   setupHint,
   missingNode,
   sleep,
