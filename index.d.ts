@@ -530,6 +530,8 @@ export interface PoolOptions {
   /** ms an aborted or timed-out running task has to stop before its worker is killed. Default 1000. */
   abortGracePeriod?: number;
   execArgv?: string[];
+  /** The Node binary the workers run. Default process.execPath. */
+  execPath?: string;
   env?: NodeJS.ProcessEnv;
   /** Default 'advanced' (structured clone, shared memory for large buffers). */
   serialization?: Serialization;
@@ -538,7 +540,7 @@ export interface PoolOptions {
   name?: string;
 }
 
-/** `pool.options`: the pool's settings, defaults filled in (the workers' execArgv, env and resourceLimits aside). */
+/** `pool.options`: the pool's settings, defaults filled in (the workers' execArgv, execPath, env and resourceLimits aside). */
 export interface PoolSettings {
   /** The worker's module, an absolute path. */
   filename: string;

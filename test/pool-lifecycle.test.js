@@ -280,22 +280,25 @@ test('once starts work again after a streak of failed ones, the pool forks again
 });
 
 test('a spawn that fails without throwing (ENOENT; EAGAIN under a process limit) is a failed start: a cold pool fails its task, a warm one forks again later, and both end', async (t) => {
-  const real = process.execPath;
-  const missing = path.join(os.tmpdir(), `procwire-no-such-node-${process.pid}`);
-  // Node reports such a spawn with an 'error' event and never an 'exit'.
+  // The pools run Node through a link that the test takes away while
+  // their forks must fail. Node reports such a spawn with an 'error' event
+  // and never an 'exit'.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const node = path.join(dir, 'node');
   const withMissingNode = (fn) => {
-    process.execPath = missing;
+    fs.rmSync(node, { force: true });
     try {
       return fn();
     } finally {
-      process.execPath = real;
+      fs.symlinkSync(process.execPath, node);
     }
   };
-  const cold = pool(t, { minWorkers: 0, maxWorkers: 1 });
+  const cold = pool(t, { minWorkers: 0, maxWorkers: 1, execPath: node });
   const task = withMissingNode(() => cold.run(1));
   await rejects(task, 'ERR_PROCWIRE_POOL_WORKER_START');
   await withTimeout(cold.destroy(), STEP, 'destroy() of the cold pool');
-  const warm = pool(t, { minWorkers: 1, maxWorkers: 2, concurrentTasksPerWorker: 1 });
+  const warm = pool(t, { minWorkers: 1, maxWorkers: 2, concurrentTasksPerWorker: 1, execPath: node });
   await until(() => warm.workers.some((w) => w.state === 'ready'), STEP, 'the warm worker');
   const first = withMissingNode(() => [warm.run(50, { name: 'sleep' }), warm.run(50, { name: 'sleep' })]);
   await withTimeout(Promise.all(first), STEP, 'the tasks, on the ready worker');

@@ -8,6 +8,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const diagnosticsChannel = require('diagnostics_channel');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -170,14 +171,20 @@ test('a task queued again from a worker whose channel closed goes to another wor
 });
 
 test('a task queued again because its worker\'s channel closed before it went out counts its wait once', async (t) => {
+  // Node publishes every ChildProcess it spawns on the 'child_process'
+  // diagnostics channel: the worker's is taken from there.
+  const forked = [];
+  const onSpawn = ({ process: child }) => forked.push(child);
+  diagnosticsChannel.subscribe('child_process', onSpawn);
+  t.after(() => diagnosticsChannel.unsubscribe('child_process', onSpawn));
   const p = pool(t, { maxWorkers: 1, concurrentTasksPerWorker: 8 });
   const pid = await p.run(null, { name: 'pid' });
   // The race (the worker's channel closes in the tick a task was given to
   // it) cannot be timed from outside: this side closes the channel itself
   // in that tick, before the task is written.
   const next = p.run(null, { name: 'pid' });
-  const child = process._getActiveHandles().find((h) => h.pid === pid && h.channel);
-  assert.ok(child, 'the worker\'s ChildProcess');
+  const child = forked.find((c) => c.pid === pid);
+  assert.ok(child && child.channel, 'the worker\'s ChildProcess');
   child.channel.destroy();
   const other = await withTimeout(next, STEP, 'the task queued again');
   assert.notStrictEqual(other, pid, 'it ran on a new worker');
@@ -496,6 +503,7 @@ test('bad options and arguments get coded errors', async (t) => {
     { filename: WORKER, maxQueue: -1 }, { filename: WORKER, serialization: 'xml' },
     { filename: WORKER, resourceLimits: { maxOldGenerationSizeMb: 0 } }, { filename: WORKER, resourceLimits: { heap: 1 } },
     { filename: WORKER, execArgv: '--x' }, { filename: WORKER, idleTimeout: -5 },
+    { filename: WORKER, execPath: '' }, { filename: WORKER, execPath: 7 }, { filename: WORKER, execPath: 'node\0x' },
   ];
   for (const options of bad) {
     assert.throws(() => new Pool(options), { code: 'ERR_PROCWIRE_INVALID_ARG' }, JSON.stringify(options));
@@ -549,6 +557,24 @@ test('10k tasks with random cancellations and crashes: each settles exactly once
   await withTimeout(p.close(), STEP, 'close()');
   assert.deepStrictEqual([...seen].filter(alive), [], 'no worker left');
   await until(() => fdsOpenedSince(before).length === 0, STEP, `descriptors to close: ${JSON.stringify(fdsOpenedSince(before))}`);
+});
+
+test('execPath: the workers run the Node binary it names', async (t) => {
+  // A wrapper that notes each start with its arguments and then runs this
+  // process's Node: the workers must have been started through it.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const starts = path.join(dir, 'starts');
+  const wrapper = path.join(dir, 'node-wrapper');
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> '${starts}'\nexec '${process.execPath}' "$@"\n`, { mode: 0o755 });
+  const p = pool(t, { minWorkers: 2, maxWorkers: 2, execPath: wrapper });
+  const pids = new Set(await Promise.all([1, 2, 3, 4].map(() => p.run(null, { name: 'pid' }))));
+  assert.strictEqual(await p.run({ a: 2, b: 3 }), 5);
+  const lines = fs.readFileSync(starts, 'utf8').trim().split('\n');
+  assert.strictEqual(lines.length, 2, 'one start through the wrapper per worker');
+  for (const line of lines) assert.ok(line.includes(WORKER), line);
+  // exec keeps the pid: the workers that answered are the wrapper's starts.
+  assert.deepStrictEqual([...pids].sort(), p.workers.map((w) => w.pid).sort());
 });
 
 test('a pool made by `node -e` code forks workers that run their module, not that code again', () => {

@@ -97,6 +97,13 @@ function poolSettings(options) {
   if (options.env !== undefined && (options.env === null || typeof options.env !== 'object')) {
     throw invalidArg('options.env must be an object');
   }
+  // The Node binary the workers run (another Node line, a wrapper), as
+  // fork()'s own option; a path that does not exist is a failed start, as
+  // any spawn error is.
+  const execPath = options.execPath;
+  if (execPath !== undefined && (typeof execPath !== 'string' || execPath.length === 0 || execPath.includes('\0'))) {
+    throw invalidArg('options.execPath must be a non-empty path of a Node binary');
+  }
   const name = options.name === undefined ? 'default' : options.name;
   if (typeof name !== 'string' || name.length === 0) throw invalidArg('options.name must be a non-empty string');
   const execArgv = [...(stringArray(options.execArgv, 'execArgv') || inheritedExecArgv()), ...resourceArgs(options.resourceLimits)];
@@ -120,6 +127,7 @@ function poolSettings(options) {
       args: [filename],
       serialization,
       execArgv,
+      execPath,
       env: options.env,
     },
   };

@@ -65,6 +65,7 @@ class WorkerSlot {
       child: 'procwire',
       serialization: spawn.serialization,
       execArgv: spawn.execArgv,
+      execPath: spawn.execPath,
       env: spawn.env,
       stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
       segmentPoolMaxCount: TASK_SEGMENTS,

@@ -67,7 +67,7 @@ void main;
 async function pools(): Promise<void> {
   const pool = new procwire.Pool<{ a: number; b: number }, number>({
     filename: './add.js', minWorkers: 1, maxWorkers: 2, concurrentTasksPerWorker: 64, maxQueue: 'auto',
-    resourceLimits: { maxOldGenerationSizeMb: 64 }, idleTimeout: 500,
+    resourceLimits: { maxOldGenerationSizeMb: 64 }, idleTimeout: 500, execPath: process.execPath,
   });
   const sum: number = await pool.run({ a: 1, b: 2 }, { timeout: 100, signal: AbortSignal.timeout(50), name: 'add' });
   const stats: PoolStats = pool.stats();

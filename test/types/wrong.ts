@@ -32,5 +32,7 @@ void code;
 new procwire.Pool<{ a: number }, number>({ filename: 'x.js' }).run('text');
 // @ts-expect-error transferList holds buffers, not a worker thread's MessagePort.
 new procwire.Pool({ filename: 'x.js' }).run(1, { transferList: [new MessageChannel().port1] });
+// @ts-expect-error execPath is a path.
+new procwire.Pool({ filename: 'x.js', execPath: true });
 // @ts-expect-error a Pool needs its worker's filename.
 new procwire.Pool({ maxWorkers: 2 });
