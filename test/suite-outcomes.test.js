@@ -150,3 +150,22 @@ test('a test that failed in the second plain run does not count against the hook
   assert.match(out, /failed in the second plain run too, not counted: simple › result/);
   assert.strictEqual(compare('tap', [TAPE_PLAIN, hooked, hooked, TAPE_PLAIN]).status, 1);
 });
+
+// mocha names a hook that fails after its test as a test of its own, one
+// the plain run never reports.
+test('a failure only the hooked run names counts, unless the second runs settle it', () => {
+  const plain = 'ok 1 endless setInterval works\nok 2 Pool should cancel a task\n';
+  const hooked = `${plain}not ok 3 endless setInterval "after each" hook: Timeout!\n`;
+  assert.strictEqual(compare('tap', [plain, hooked], { SUITE_RETRY: '1' }).status, 2);
+  const { status, out } = compare('tap', [plain, hooked]);
+  assert.strictEqual(status, 1);
+  assert.match(out, /✖ lib: 'endless setInterval "after each" hook: Timeout!' fails with procwire\/register, and the plain run has no such test/);
+  const settled = compare('tap', [plain, hooked, plain]);
+  assert.strictEqual(settled.status, 0, settled.out);
+  assert.match(settled.out, /failed with the hook once, passed in the second hooked run: endless setInterval "after each" hook/);
+  assert.strictEqual(compare('tap', [plain, hooked, hooked]).status, 1);
+  // It fails in the second plain run as well: the suite's, not the hook's.
+  const plainToo = compare('tap', [plain, hooked, hooked, hooked]);
+  assert.strictEqual(plainToo.status, 0, plainToo.out);
+  assert.match(plainToo.out, /failed in the second plain run too, not counted: endless setInterval "after each"/);
+});
