@@ -216,7 +216,7 @@ export interface ChannelOptions {
   segmentPool?: boolean;
   /** Bytes of recycled segments (idle and in flight) per channel; beyond it, sealed copies. Default 256 MiB. */
   segmentPoolMaxBytes?: number;
-  /** Recycled segments per channel. Default 16. */
+  /** Recycled segments per channel. Default 256. */
   segmentPoolMaxCount?: number;
   /** Idle recycled segments are dropped after this many ms without a return. Default 5000. */
   segmentPoolIdleTimeout?: number;

@@ -560,21 +560,22 @@ test('10k tasks with random cancellations and crashes: each settles exactly once
 });
 
 test('execPath: the workers run the Node binary it names', async (t) => {
-  // A wrapper that notes each start with its arguments and then runs this
-  // process's Node: the workers must have been started through it.
+  // A wrapper that notes each start, its pid (exec keeps it) and its
+  // arguments, and then runs this process's Node: the workers must have been
+  // started through it.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'procwire-pool-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const starts = path.join(dir, 'starts');
   const wrapper = path.join(dir, 'node-wrapper');
-  fs.writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> '${starts}'\nexec '${process.execPath}' "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho "$$ $*" >> '${starts}'\nexec '${process.execPath}' "$@"\n`, { mode: 0o755 });
   const p = pool(t, { minWorkers: 2, maxWorkers: 2, execPath: wrapper });
-  const pids = new Set(await Promise.all([1, 2, 3, 4].map(() => p.run(null, { name: 'pid' }))));
+  await until(() => p.workers.filter((w) => w.state === 'ready').length === 2, STEP, 'two ready workers');
   assert.strictEqual(await p.run({ a: 2, b: 3 }), 5);
   const lines = fs.readFileSync(starts, 'utf8').trim().split('\n');
   assert.strictEqual(lines.length, 2, 'one start through the wrapper per worker');
   for (const line of lines) assert.ok(line.includes(WORKER), line);
-  // exec keeps the pid: the workers that answered are the wrapper's starts.
-  assert.deepStrictEqual([...pids].sort(), p.workers.map((w) => w.pid).sort());
+  const started = lines.map((line) => Number(line.split(' ')[0])).sort();
+  assert.deepStrictEqual(started, p.workers.map((w) => w.pid).sort());
 });
 
 test('a pool made by `node -e` code forks workers that run their module, not that code again', () => {

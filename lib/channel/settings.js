@@ -35,9 +35,19 @@ const DEFAULT_MAX_SEGMENTS_IN_FLIGHT = 128;
 // Recycled segments (segmentPool): at most this many bytes and segments of
 // pre-faulted shared memory per channel and direction, idle or in flight.
 // Past the bound a message takes a fresh sealed segment instead. Four 64 MiB
-// messages in flight fit, and so do many small ones.
+// messages in flight fit, and so do many small ones. The count must cover
+// about 64 MiB of messages from the out-of-line threshold (256 KiB) up: the
+// receiving process hands a segment back only once the Buffer over it is
+// garbage-collected, and V8 collects such Buffers about once per 64 MiB of
+// them (its external-memory limit), however small the heap. At 16, a stream
+// of 1 MiB messages ran out after 16 and the rest each took a fresh sealed
+// segment (memfd_create, a page fault on every page, a map and an unmap in
+// the receiver, about 500 us each), and those waited for the same collection
+// before they were unmapped, so the bound also held less memory back than
+// it let through. Each segment is one mapping in the sending process while
+// it exists; idle ones are dropped after segmentPoolIdleTimeout.
 const DEFAULT_SEGMENT_POOL_BYTES = 256 * 1024 * 1024;
-const DEFAULT_SEGMENT_POOL_COUNT = 16;
+const DEFAULT_SEGMENT_POOL_COUNT = 256;
 // Idle recycled segments are dropped (and the peer told to unmap them) once
 // no segment came back for this many ms.
 const DEFAULT_SEGMENT_POOL_IDLE = 5000;

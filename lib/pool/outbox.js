@@ -35,20 +35,6 @@ const MAX_BATCH_TASKS = 42;
 // from sharing a message, and a batch of them is one big message, which
 // the worker can start on only once all of it has arrived.
 const MAX_BATCH_VIEW_BYTES = 64 * 1024;
-// Recycled shared-memory segments a pool's channel may hold, each way, for
-// the big tasks and results on it (a channel's own default is 16; the bytes
-// bound, 256 MiB, stays the channel's). The receiving process hands a
-// segment back only once the Buffer over it is garbage-collected, and V8
-// collects such Buffers about once per 64 MiB of them (its external-memory
-// limit), however small the heap. With 16 segments, a stream of 1 MiB tasks
-// ran out after 16 and the rest each took a fresh sealed segment
-// (memfd_create, a page fault on every page, a map and unmap in the worker):
-// about 500 us a task, several times a warm copy. 256 covers messages from
-// the out-of-line threshold (256 KiB) up. Each segment is one mapping in
-// the sending process while it exists (its descriptor is closed once it has
-// gone to the receiver); idle ones are dropped after the channel's
-// segmentPoolIdleTimeout.
-const TASK_SEGMENTS = 256;
 
 // The bytes of a task or answer that is a Buffer or other view, else 0,
 // read with the engine's own getters: a subclass's byteLength getter is
@@ -175,4 +161,4 @@ class TaskOutbox {
   }
 }
 
-module.exports = { TaskOutbox, BATCH, ONE_NAME, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, TASK_SEGMENTS, viewBytesOf, closedError };
+module.exports = { TaskOutbox, BATCH, ONE_NAME, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, viewBytesOf, closedError };

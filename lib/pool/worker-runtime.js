@@ -20,11 +20,10 @@
 
 const path = require('path');
 const url = require('url');
-const { BATCH, ONE_NAME, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, TASK_SEGMENTS, viewBytesOf } = require('./outbox');
+const { BATCH, ONE_NAME, MAX_BATCH_TASKS, MAX_BATCH_VIEW_BYTES, viewBytesOf } = require('./outbox');
 // Only the channel to the parent: not the whole API, which a worker that
-// needs none of it would load at every start. Opened here first, with the
-// pool's bound on recycled segments for big results (./outbox.js).
-const parent = require('../fork').openParent({ segmentPoolMaxCount: TASK_SEGMENTS });
+// needs none of it would load at every start. Opened here first.
+const parent = require('../fork').openParent();
 const { isMoved } = require('./move');
 const { separateElements } = require('../codec/separate');
 // The one serializeError in lib/, shared with the request responder.

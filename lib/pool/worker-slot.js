@@ -8,7 +8,7 @@
 const path = require('path');
 const { fork } = require('../fork');
 const { makeError } = require('../errors');
-const { TaskOutbox, BATCH, TASK_SEGMENTS, closedError } = require('./outbox');
+const { TaskOutbox, BATCH, closedError } = require('./outbox');
 const { kReady, kResult, kExit, kUnsent, kHangup, kStarted } = require('./symbols');
 const { TaskTable } = require('./task-table');
 
@@ -68,7 +68,6 @@ class WorkerSlot {
       execPath: spawn.execPath,
       env: spawn.env,
       stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
-      segmentPoolMaxCount: TASK_SEGMENTS,
     });
     this.pid = this.child.pid;
     if (this.pid === undefined) {
