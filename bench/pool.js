@@ -100,43 +100,62 @@ function payloadFor(size) {
 }
 
 // A closed loop of `inFlight` tasks for warmMs, then counted for windowMs:
-// tasks/s and the latency (run() to result) of every task in the window.
-// Latencies go into a fixed log-linear histogram (within about 3%) rather
-// than an array: at a million tasks a second an array of every latency grew
-// by megabytes in a window, and copying and collecting it cost the process
-// that drives the pool about 15% of the fastest pool's rate (the same
-// bookkeeping for every pool, but a cost of the bench, not of the pool).
-// Each task's two clock readings are performance.now(), not harness.now():
-// process.hrtime.bigint() makes a BigInt and Number() of it is a call into
-// V8's runtime, about 60 ns a reading against 40 (a CPU-time loop, Node 20),
-// which at 1.5M tasks/s was a tenth of the driving process's CPU. Both read
-// the same monotonic clock.
-async function measure(run, makePayload, inFlight, warmMs, windowMs) {
+// tasks/s and the latency (run() to result) of one task in `sampleEvery`,
+// the same tasks of every pool (each sampleEvery-th started). Latencies
+// go into a fixed log-linear histogram (within about 3%) rather than an
+// array: at a million tasks a second an array of every latency grew by
+// megabytes in a window, and copying and collecting it cost the process
+// that drives the pool about 15% of the fastest pool's rate. The clock is
+// performance.now(), not harness.now(): process.hrtime.bigint() makes a
+// BigInt and Number() of it is a call into V8's runtime, about 60 ns a
+// reading against 40 (a CPU-time loop, Node 20). Even so, two readings and
+// a record for every task were 10-14% of the driving process at procwire's
+// rate (2.14-2.22M tasks/s timed so against 2.38-2.46M timed one in 16,
+// Node 26, three interleaved pairs): the bench's cost, not the pool's,
+// felt only by the fastest. Small tasks are timed one in SMALL_SAMPLE,
+// which still gives each window thousands of latencies at the slowest
+// pool's rate (35k tasks/s: about 3,300 in 1.5 s); bigger ones, whose
+// slowest rates are a few a second, every one.
+const SMALL_SAMPLE = 16;
+
+async function measure(run, makePayload, inFlight, warmMs, windowMs, sampleEvery = 1) {
   const lat = new Histogram();
   let counting = false;
   let stop = false;
   let done = 0;
   let running = 0;
+  let started = 0;
   let onIdle;
   const idle = new Promise((r) => { onIdle = r; });
   let failure = null;
+  const failed = (err) => {
+    running--;
+    failure ||= err;
+    stop = true;
+    if (running === 0) onIdle();
+  };
+  const next = () => {
+    running--;
+    if (!stop) start();
+    else if (running === 0) onIdle();
+  };
   const start = () => {
     running++;
+    if (++started % sampleEvery !== 0) {
+      run(makePayload()).then(() => {
+        if (counting) done++;
+        next();
+      }, failed);
+      return;
+    }
     const t0 = performance.now();
     run(makePayload()).then(() => {
-      running--;
       if (counting) {
         done++;
         lat.record(performance.now() - t0);
       }
-      if (!stop) start();
-      else if (running === 0) onIdle();
-    }, (err) => {
-      running--;
-      failure ||= err;
-      stop = true;
-      if (running === 0) onIdle();
-    });
+      next();
+    }, failed);
   };
   for (let i = 0; i < inFlight; i++) start();
   await harness.sleep(warmMs);
@@ -220,7 +239,8 @@ async function runDriver(config, tick) {
           if (pool.transfer) data[size] = await measureTransfer(pool, size, inFlight, config.warmMs, config.windowMs);
         } else {
           const warmMs = size === SMALL ? config.warmSmallMs : config.warmMs;
-          data[size] = await measure(pool.run, payloadFor(size), inFlight, warmMs, config.windowMs);
+          const sampleEvery = size === SMALL ? SMALL_SAMPLE : 1;
+          data[size] = await measure(pool.run, payloadFor(size), inFlight, warmMs, config.windowMs, sampleEvery);
           if (size === SMALL) data[size].idle = await measureIdle(pool.run, config.windowMs);
         }
       } catch (err) {
@@ -281,7 +301,7 @@ async function plan({ quick, repeats, log, tmp }) {
     title: 'Process pools, 2 workers: tasks/s and latency',
     description: 'A closed loop keeps tasks in flight over a pool of 2 workers (512 small tasks { a, b } -> a + b; ' +
       '64 at 64 KiB, 8 at 1 MiB, 4 at 16 MiB: a Buffer to the worker, a number back). Tasks/s: higher is better; ' +
-      'latency (run() to result, µs): lower is better. At 16 MiB procwire.Pool hands a procwire.alloc() buffer ' +
+      'latency (run() to result, µs; of every 16th small task, of every bigger one): lower is better. At 16 MiB procwire.Pool hands a procwire.alloc() buffer ' +
       'to the worker (transfer, no copy); the reference is one warm 16 MiB memcpy in one process.',
     script: __filename,
     xs: sizes,
