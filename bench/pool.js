@@ -141,6 +141,7 @@ async function measure(run, makePayload, inFlight, warmMs, windowMs, sampleEvery
   };
   const start = () => {
     running++;
+    // An untimed task's callback holds no clock reading of its own.
     if (++started % sampleEvery !== 0) {
       run(makePayload()).then(() => {
         if (counting) done++;

@@ -34,11 +34,11 @@ cd "$root"
 # (on a shared machine, the longer a run, the likelier it fails), and that a
 # 50 ms call returns within a 250 ms limit that includes its worker's
 # start; recluster that its second worker listens within 100 ms of its
-# first, and its tap 0.4 names a test that hangs past its 30 s limit
-# "Timeout!" (the "IPC-disconnecting server" test hung so in 1 of 3 plain
-# runs here, and in hooked runs as often). A hooked process's first fork loads procwire (tens of ms on a
-# loaded machine), so those two fail with the hook in some runs and
-# plainly in others (docs/adoption.md).
+# first. A hooked process's first fork loads procwire (tens of ms on a
+# loaded machine), so those fail with the hook in some runs and plainly in
+# others (docs/adoption.md). recluster's tap 0.4 also names a test that
+# hangs past its 30 s limit "Timeout!": its "IPC-disconnecting server" test
+# hung so in 1 of 3 plain runs here, and in hooked runs as often.
 libraries=(
   "workerpool@3.1.2|workerpool@3.1.2 mocha@2.5.3|workerpool|tap|node ../mocha/bin/_mocha test --timeout 10000 --reporter tap||"
   "mocha@11.7.5|workerpool@3.1.2 mocha@11.7.5|workerpool|tap|node ../mocha/bin/mocha.js test --parallel --jobs 2 --timeout 10000 --reporter tap|/mocha/lib/nodejs/worker\\.js|"
